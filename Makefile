@@ -1,0 +1,43 @@
+# The two commands the README promises: `make demo` and `make test`.
+# Each creates .venv when it is missing and installs what it needs.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PIP_FLAGS := --disable-pip-version-check --quiet
+
+.PHONY: demo test lint typecheck importlint unit bench-lexical clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/embedmind demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check embedmind tests scripts
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+importlint: $(STAMP)
+	$(BIN)/lint-imports
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest
+
+test: lint typecheck importlint unit
+
+bench-lexical: $(STAMP)
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev,bench]'
+	$(BIN)/python scripts/bench_lexical.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
