@@ -1,0 +1,247 @@
+"""Turning what a caller wants to remember into a validated, storage-ready record.
+
+Everything here runs before any transaction begins, so bad input raises a
+typed error that names the field and nothing is written.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from embedmind import timestamps
+from embedmind.errors import InvalidInputError
+from embedmind.ids import new_ulid, validate_id
+from embedmind.model import Draft, Level, Tier
+from embedmind.namespaces import normalize_namespace
+
+MAX_CONTENT_BYTES = 1 << 20
+"""Largest content accepted, in UTF-8 bytes (1 MiB); longer texts belong in fragments."""
+MAX_METADATA_BYTES = 1 << 20
+MAX_METADATA_DEPTH = 32
+MAX_TAGS = 256
+MAX_TAG_CHARS = 128
+_INT64 = (-(2**63), 2**63 - 1)
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated record, ready for the storage layer.
+
+    Attributes mirror the ``memories`` table; times are µs since the epoch.
+    """
+
+    id: str
+    caller_id: bool
+    namespace: str
+    content: str
+    metadata_json: str
+    tags: tuple[str, ...]
+    tier: str
+    level: str
+    agent: str
+    session_id: str | None
+    created_at: int
+    updated_at: int
+    valid_from: int
+    valid_to: int | None
+    expires_at: int | None
+    confidence: float
+    fingerprint: str
+
+
+def fingerprint(content: str) -> str:
+    """Hash normalised content (NFKC, case-folded, whitespace collapsed) for dedup."""
+    normal = _SPACES.sub(" ", unicodedata.normalize("NFKC", content).casefold()).strip()
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:32]
+
+
+def prepare(draft: Draft, now: int) -> Prepared:
+    """Validate a draft and resolve its defaults.
+
+    Args:
+        draft: What the caller wants to remember.
+        now: The write instant (µs).
+
+    Returns:
+        The storage-ready record.
+
+    Raises:
+        InvalidInputError: Naming the first invalid field.
+    """
+    content = _content(draft.content)
+    created = _optional_time(draft.created_at, "created_at")
+    created_at = now if created is None else created
+    valid_from = _optional_time(draft.valid_from, "valid_from")
+    valid_to = _optional_time(draft.valid_to, "valid_to")
+    start = created_at if valid_from is None else valid_from
+    if valid_to is not None and valid_to <= start:
+        raise InvalidInputError("valid_to", "must be later than valid_from")
+    return Prepared(
+        id=new_ulid() if draft.id is None else validate_id(draft.id),
+        caller_id=draft.id is not None,
+        namespace=normalize_namespace(draft.namespace),
+        content=content,
+        metadata_json=metadata_to_json(draft.metadata),
+        tags=_tags(draft.tags),
+        tier=_enum(Tier, draft.tier, "tier"),
+        level=_enum(Level, draft.level, "level"),
+        agent=_plain_text(draft.agent, "agent"),
+        session_id=None
+        if draft.session_id is None
+        else _plain_text(draft.session_id, "session_id"),
+        created_at=created_at,
+        updated_at=now,
+        valid_from=start,
+        valid_to=valid_to,
+        expires_at=_expiry(draft, now),
+        confidence=_confidence(draft.confidence),
+        fingerprint=fingerprint(content),
+    )
+
+
+def coerce_draft(item: object, index: int) -> Draft:
+    """Accept a :class:`Draft`, a plain string, or a mapping of :class:`Draft` fields."""
+    if isinstance(item, Draft):
+        return item
+    if isinstance(item, str):
+        return Draft(content=item)
+    if isinstance(item, Mapping):
+        try:
+            return Draft(**item)
+        except TypeError as e:
+            raise InvalidInputError(f"drafts[{index}]", str(e)) from None
+    raise InvalidInputError(
+        f"drafts[{index}]", f"expected a Draft, str or dict, got {type(item).__name__}"
+    )
+
+
+def metadata_to_json(metadata: object) -> str:
+    """Validate metadata and serialise it as compact JSON.
+
+    Raises:
+        InvalidInputError: When metadata is not a JSON object of JSON values
+            (NaN, infinities, sets, bytes, non-str keys, >64-bit integers, too
+            deep or too large).
+    """
+    if metadata is None:
+        return "{}"
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError("metadata", f"expected a dict, got {type(metadata).__name__}")
+    _check_json(metadata, "metadata", 0)
+    text = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if len(text.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise InvalidInputError("metadata", f"larger than {MAX_METADATA_BYTES} bytes as JSON")
+    return text
+
+
+def _check_json(value: object, path: str, depth: int) -> None:
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidInputError(path, f"nested deeper than {MAX_METADATA_DEPTH} levels")
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise InvalidInputError(path, "integer outside the 64-bit range")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(path, "NaN and infinity are not JSON")
+    elif isinstance(value, str):
+        _no_surrogates(value, path)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInputError(path, f"keys must be str, got {type(key).__name__}")
+            _no_surrogates(key, path)
+            if "\x00" in key:
+                raise InvalidInputError(path, "keys must not contain NUL")
+            _check_json(item, f"{path}[{key!r}]", depth + 1)
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _check_json(item, f"{path}[{i}]", depth + 1)
+    else:
+        raise InvalidInputError(path, f"{type(value).__name__} is not a JSON value")
+
+
+def _no_surrogates(text: str, field: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(field, "contains unpaired surrogate characters") from None
+
+
+def _content(content: object) -> str:
+    if not isinstance(content, str):
+        raise InvalidInputError("content", f"expected a str, got {type(content).__name__}")
+    if len(content) > MAX_CONTENT_BYTES:
+        raise InvalidInputError("content", f"longer than {MAX_CONTENT_BYTES} bytes")
+    try:
+        size = len(content.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInputError("content", "contains unpaired surrogate characters") from None
+    if size > MAX_CONTENT_BYTES:
+        raise InvalidInputError("content", f"longer than {MAX_CONTENT_BYTES} bytes as UTF-8")
+    return content
+
+
+def _tags(tags: object) -> tuple[str, ...]:
+    if isinstance(tags, str) or not isinstance(tags, Sequence):
+        raise InvalidInputError("tags", "expected a list of str")
+    if len(tags) > MAX_TAGS:
+        raise InvalidInputError("tags", f"more than {MAX_TAGS} tags")
+    for tag in tags:
+        if not isinstance(tag, str) or not tag or len(tag) > MAX_TAG_CHARS:
+            raise InvalidInputError("tags", f"each tag is a str of 1-{MAX_TAG_CHARS} characters")
+        _plain_text(tag, "tags")
+    return tuple(dict.fromkeys(tags))
+
+
+def _plain_text(value: object, field: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(field, f"expected a str, got {type(value).__name__}")
+    if "\x00" in value or len(value) > 256:
+        raise InvalidInputError(field, "must be at most 256 characters, without NUL")
+    _no_surrogates(value, field)
+    return value
+
+
+def _enum(enum: type[Tier] | type[Level], value: object, field: str) -> str:
+    try:
+        return str(enum(value).value)
+    except ValueError:
+        allowed = ", ".join(member.value for member in enum)
+        raise InvalidInputError(field, f"{value!r} is not one of {allowed}") from None
+
+
+def _optional_time(value: _dt.datetime | None, field: str) -> int | None:
+    return None if value is None else timestamps.to_micros(value, field)
+
+
+def _expiry(draft: Draft, now: int) -> int | None:
+    if draft.ttl is not None and draft.expires_at is not None:
+        raise InvalidInputError("ttl", "pass either ttl or expires_at, not both")
+    if draft.ttl is not None:
+        return now + timestamps.duration_micros(draft.ttl, "ttl")
+    return _optional_time(draft.expires_at, "expires_at")
+
+
+def _confidence(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError("confidence", "expected a number in [0, 1]")
+    if not 0.0 <= float(value) <= 1.0:
+        raise InvalidInputError("confidence", "must be within [0, 1]")
+    return float(value)
+
+
+def decode_metadata(text: str) -> dict[str, Any]:
+    """Parse stored metadata JSON."""
+    value: dict[str, Any] = json.loads(text)
+    return value

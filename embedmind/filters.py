@@ -1,0 +1,278 @@
+"""The ``where`` language, compiled to parameterised SQL.
+
+A filter is a JSON object over a memory's top-level metadata keys::
+
+    {"topic": "drinks"}                                  # equality shorthand
+    {"year": {"$gte": 2020, "$lt": 2025}}                # several operators: AND
+    {"$or": [{"a": 1}, {"$not": {"tags": {"$contains": "x"}}}]}
+
+Operators: ``$eq $ne $gt $gte $lt $lte $in $nin $exists $contains $all $any``,
+combined with ``$and``, ``$or`` and ``$not`` to any depth (up to
+:data:`MAX_DEPTH`). The full semantics live in ``docs/reference/where.md``; in
+short, an absent key is a non-match except for ``$ne``, ``$nin`` and
+``$exists: false``, which it satisfies (as in MongoDB and LlamaIndex), and a
+present value whose type an operator cannot compare (``{"$gt": 3}`` against a
+string, ``$contains`` against a non-list) raises :class:`FilterTypeError`.
+
+Nothing the caller writes reaches SQL text: keys and values are bound
+parameters, operators select engine-written SQL snippets, and metadata is read
+through ``json_each`` with the key as a parameter. Type errors are raised from
+inside the query by the ``em_filter_type_error`` SQL function, which the
+storage layer registers on every connection.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from embedmind.errors import FilterTypeError, InvalidFilterError
+
+MAX_DEPTH = 32
+MAX_ALL_VALUES = 1_000
+TYPE_ERROR_FUNCTION = "em_filter_type_error"
+_INT64 = (-(2**63), 2**63 - 1)
+_NUMBER_TYPES = "('integer','real')"
+_COMPARISONS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_LIST_OPERATORS = ("$contains", "$all", "$any")
+OPERATORS = frozenset({"$eq", "$ne", "$in", "$nin", "$exists", *_COMPARISONS, *_LIST_OPERATORS})
+
+
+@dataclass(frozen=True)
+class CompiledFilter:
+    """A compiled ``where``.
+
+    Attributes:
+        match: SQL condition that is true for matching rows.
+        match_params: Its parameters, in order.
+        check: SQL condition that raises ``FilterTypeError`` (through the SQL
+            function) for a row with an incomparable stored type, else false;
+            ``"0"`` when the filter has no type-sensitive operator.
+        check_params: Its parameters, in order.
+    """
+
+    match: str
+    match_params: tuple[Any, ...]
+    check: str
+    check_params: tuple[Any, ...]
+
+
+def raise_type_error(key: object, operator: object) -> int:
+    """Raise :class:`FilterTypeError`; registered as the ``em_filter_type_error`` SQL function."""
+    wanted = "a list" if operator in _LIST_OPERATORS else "a value of the operand's type"
+    raise FilterTypeError(
+        str(key), str(operator), f"a memory in scope stores a value that is not {wanted}"
+    )
+
+
+def compile_where(where: Mapping[str, Any] | None, metadata_column: str) -> CompiledFilter | None:
+    """Compile a ``where`` filter into SQL over a JSON metadata column.
+
+    Args:
+        where: The filter, or ``None``/``{}`` for no filter.
+        metadata_column: The trusted column expression holding metadata JSON.
+
+    Returns:
+        The compiled filter, or ``None`` when there is nothing to filter.
+
+    Raises:
+        InvalidFilterError: When the filter is malformed.
+    """
+    if where is None:
+        return None
+    compiler = _Compiler(metadata_column)
+    match, params = compiler.node(where, depth=0)
+    if match == "1":
+        return None
+    check = " OR ".join(compiler.checks) if compiler.checks else "0"
+    return CompiledFilter(match, tuple(params), f"({check})", tuple(compiler.check_params))
+
+
+Sql = tuple[str, list[Any]]
+
+
+class _Compiler:
+    """Builds (sql, params) pairs; params always follow the textual order of ``?``."""
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+        self.checks: list[str] = []
+        self.check_params: list[Any] = []
+
+    def node(self, where: object, depth: int) -> Sql:
+        if not isinstance(where, Mapping):
+            raise InvalidFilterError("where", f"expected an object, got {type(where).__name__}")
+        if depth > MAX_DEPTH:
+            raise InvalidFilterError("where", f"nested deeper than {MAX_DEPTH} levels")
+        return _join([self.clause(key, value, depth) for key, value in where.items()], "AND")
+
+    def clause(self, key: object, value: object, depth: int) -> Sql:
+        if not isinstance(key, str):
+            raise InvalidFilterError("where", f"keys must be str, got {type(key).__name__}")
+        if key in ("$and", "$or"):
+            if not isinstance(value, Sequence) or isinstance(value, str | bytes) or not value:
+                raise InvalidFilterError("where", f"{key} takes a non-empty list of filters")
+            return _join([self.node(item, depth + 1) for item in value], key[1:].upper())
+        if key == "$not":
+            sql, params = self.node(value, depth + 1)
+            return f"(NOT {sql})", params
+        if key.startswith("$"):
+            raise InvalidFilterError("where", f"unknown logical operator {key!r}")
+        _check_key(key)
+        if (
+            isinstance(value, Mapping)
+            and value
+            and all(isinstance(op, str) and op.startswith("$") for op in value)
+        ):
+            return _join([self.leaf(key, op, arg) for op, arg in value.items()], "AND")
+        if isinstance(value, Mapping | list | tuple):
+            raise InvalidFilterError(
+                "where", f"{key!r}: equality takes a scalar; use $in, $all or an operator object"
+            )
+        return self.leaf(key, "$eq", value)
+
+    def leaf(self, key: str, op: str, arg: object) -> Sql:
+        if op not in OPERATORS:
+            raise InvalidFilterError("where", f"unknown operator {op!r} on key {key!r}")
+        if op == "$exists":
+            if not isinstance(arg, bool):
+                raise InvalidFilterError("where", f"$exists on {key!r} takes true or false")
+            return _negate_unless(arg, self.entry(key, ("1", [])))
+        if op in ("$eq", "$ne"):
+            _scalar(arg, key, op)
+            return _negate_unless(op == "$eq", self.entry(key, _equals_sql("je", arg)))
+        if op in ("$in", "$nin"):
+            values = _list(arg, key, op)
+            return _negate_unless(op == "$in", self.entry(key, _one_of_sql("je", values)))
+        if op in _COMPARISONS:
+            return self.comparison(key, op, arg)
+        return self.list_operator(key, op, arg)
+
+    def entry(self, key: str, condition: Sql) -> Sql:
+        """EXISTS over the top-level entry ``key`` (bound, never spliced into a path)."""
+        sql, params = condition
+        return (
+            f"EXISTS (SELECT 1 FROM json_each({self.column}) AS je WHERE je.key = ? AND {sql})",
+            [key, *params],
+        )
+
+    def comparison(self, key: str, op: str, arg: object) -> Sql:
+        if isinstance(arg, bool) or not isinstance(arg, int | float | str):
+            raise InvalidFilterError("where", f"{op} on {key!r} takes a number or a string")
+        _scalar(arg, key, op)
+        wanted = "je.type = 'text'" if isinstance(arg, str) else f"je.type IN {_NUMBER_TYPES}"
+        self.add_check(key, op, f"NOT ({wanted})")
+        return self.entry(key, (f"{wanted} AND je.value {_COMPARISONS[op]} ?", [arg]))
+
+    def list_operator(self, key: str, op: str, arg: object) -> Sql:
+        if op == "$contains":
+            _scalar(arg, key, op)
+            values = [arg]
+        else:
+            values = _list(arg, key, op)
+        if op == "$all" and len(values) > MAX_ALL_VALUES:
+            raise InvalidFilterError("where", f"$all on {key!r} takes at most {MAX_ALL_VALUES}")
+        self.add_check(key, op, "je.type <> 'array'")
+        if op == "$all":
+            parts = [_element_exists(_equals_sql("el", v)) for v in values]
+            inner = _join(parts, "AND") if parts else ("1", [])
+        elif values:
+            inner = _element_exists(_one_of_sql("el", values))
+        else:
+            return "0", []
+        sql, params = inner
+        return self.entry(key, (f"je.type = 'array' AND {sql}", params))
+
+    def add_check(self, key: str, op: str, mismatch: str) -> None:
+        # True only through the raising SQL function: a row whose stored type
+        # disagrees aborts the query with FilterTypeError.
+        self.checks.append(
+            f"EXISTS (SELECT 1 FROM json_each({self.column}) AS je WHERE je.key = ? "
+            f"AND ({mismatch}) AND {TYPE_ERROR_FUNCTION}(?, ?))"
+        )
+        self.check_params += [key, key, op]
+
+
+def _join(parts: list[Sql], joiner: str) -> Sql:
+    if not parts:
+        return "1", []
+    if len(parts) == 1:
+        return parts[0]
+    sql = f" {joiner} ".join(sql for sql, _ in parts)
+    return f"({sql})", [p for _, params in parts for p in params]
+
+
+def _negate_unless(keep: bool, condition: Sql) -> Sql:
+    sql, params = condition
+    return (sql, params) if keep else (f"(NOT {sql})", params)
+
+
+def _element_exists(condition: Sql) -> Sql:
+    sql, params = condition
+    return f"EXISTS (SELECT 1 FROM json_each(je.value) AS el WHERE {sql})", params
+
+
+def _check_key(key: str) -> None:
+    if not key or "\x00" in key:
+        raise InvalidFilterError("where", f"invalid key {key!r}: empty or contains NUL")
+
+
+def _scalar(arg: object, key: str, op: str) -> None:
+    if arg is None or isinstance(arg, bool | str):
+        return
+    if isinstance(arg, int):
+        if not _INT64[0] <= arg <= _INT64[1]:
+            raise InvalidFilterError("where", f"{op} on {key!r}: integer outside 64-bit range")
+        return
+    if isinstance(arg, float):
+        if not math.isfinite(arg):
+            raise InvalidFilterError("where", f"{op} on {key!r}: NaN and infinity never match")
+        return
+    raise InvalidFilterError(
+        "where", f"{op} on {key!r} takes a JSON scalar, got {type(arg).__name__}"
+    )
+
+
+def _list(arg: object, key: str, op: str) -> list[Any]:
+    if not isinstance(arg, Sequence) or isinstance(arg, str | bytes):
+        raise InvalidFilterError("where", f"{op} on {key!r} takes a list of scalars")
+    values = list(arg)
+    for value in values:
+        _scalar(value, key, op)
+    return values
+
+
+def _equals_sql(alias: str, arg: object) -> Sql:
+    """SQL for JSON equality of one ``json_each`` row (``alias``) with a scalar."""
+    value, typ = f"{alias}.value", f"{alias}.type"
+    if arg is None:
+        return f"{typ} = 'null'", []
+    if arg is True:
+        return f"{typ} = 'true'", []
+    if arg is False:
+        return f"{typ} = 'false'", []
+    if isinstance(arg, str):
+        return f"({typ} = 'text' AND {value} = ?)", [arg]
+    return f"({typ} IN {_NUMBER_TYPES} AND {value} = ?)", [arg]
+
+
+def _one_of_sql(alias: str, args: list[Any]) -> Sql:
+    """SQL for "equals one of ``args``"; big lists travel as one JSON parameter."""
+    value, typ = f"{alias}.value", f"{alias}.type"
+    numbers = [a for a in args if isinstance(a, int | float) and not isinstance(a, bool)]
+    texts = [a for a in args if isinstance(a, str)]
+    parts: list[str] = []
+    params: list[Any] = []
+    if numbers:
+        parts.append(f"({typ} IN {_NUMBER_TYPES} AND {value} IN (SELECT value FROM json_each(?)))")
+        params.append(json.dumps(numbers))
+    if texts:
+        parts.append(f"({typ} = 'text' AND {value} IN (SELECT value FROM json_each(?)))")
+        params.append(json.dumps(texts, ensure_ascii=False))
+    for literal, name in ((None, "null"), (True, "true"), (False, "false")):
+        if any(a is literal for a in args):
+            parts.append(f"{typ} = '{name}'")
+    return ("(" + " OR ".join(parts) + ")" if parts else "0"), params

@@ -1,0 +1,51 @@
+"""Lucene-style BM25 scoring, vectorised with numpy.
+
+Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond"
+(2009), with Lucene's always-positive idf::
+
+    idf(t)      = ln(1 + (N - df + 0.5) / (df + 0.5))
+    score(t, d) = idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))
+
+summed over the distinct query terms present in ``d``; k1 = 1.2, b = 0.75.
+N, df and avgdl are collection-wide statistics over every indexed document.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+K1 = 1.2
+B = 0.75
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def idf(df: int, doc_count: int) -> float:
+    """Lucene's BM25 idf: ``ln(1 + (N - df + 0.5) / (df + 0.5))``."""
+    return math.log(1.0 + (doc_count - df + 0.5) / (df + 0.5))
+
+
+def term_scores(
+    tfs: npt.NDArray[np.uint16],
+    lengths: npt.NDArray[np.uint32],
+    term_idf: float,
+    avgdl: float,
+) -> FloatArray:
+    """BM25 contribution of one term to each posting's document."""
+    tf = tfs.astype(np.float64)
+    norm = K1 * (1.0 - B + B * (lengths.astype(np.float64) / avgdl))
+    result: FloatArray = term_idf * tf * (K1 + 1.0) / (tf + norm)
+    return result
+
+
+def upper_bound(max_tf: int, min_length: int, term_idf: float, avgdl: float) -> float:
+    """Largest contribution any posting of a block can make (block-max score).
+
+    The BM25 term weight grows with tf and shrinks with document length, so the
+    block's largest tf over its shortest document bounds every posting in it.
+    """
+    norm = K1 * (1.0 - B + B * (min_length / avgdl))
+    return term_idf * max_tf * (K1 + 1.0) / (max_tf + norm)

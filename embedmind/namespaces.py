@@ -1,0 +1,101 @@
+"""Namespaces: ``/``-separated segments with exact segment matching.
+
+A namespace names a memory's home (``"user/alice/project-x"``). A read covers a
+*scope*: one namespace exactly (``"a/b"``), a subtree (``"a/b/*"`` — ``a/b`` and
+everything below it, never ``a/bc``), a list of those, or everything (``None``).
+Scopes compile to parameterised SQL over the ``namespace`` column; the subtree
+test is a range scan (``'a/b/' <= ns < 'a/b0'``, ``'0'`` being the code point
+after ``'/'``), so it uses the namespace index.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+from embedmind.errors import InvalidInputError
+
+DEFAULT_NAMESPACE = "default"
+MAX_NAMESPACE_CHARS = 256
+SUBTREE_SUFFIX = "/*"
+_FORBIDDEN_SEGMENTS = {".", ".."}
+
+
+def normalize_namespace(value: object, field: str = "namespace") -> str:
+    """Validate a namespace and return it in Unicode NFC form.
+
+    Args:
+        value: The namespace given by the caller.
+        field: The argument name, for the error message.
+
+    Returns:
+        The NFC-normalised namespace.
+
+    Raises:
+        InvalidInputError: When the namespace is not a string, is empty, is too
+            long, contains NUL, control characters or ``*``, or has an empty,
+            ``.`` or ``..`` segment.
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(field, f"expected a str, got {type(value).__name__}")
+    text = unicodedata.normalize("NFC", value)
+    if not text:
+        raise InvalidInputError(field, "must not be empty")
+    if len(text) > MAX_NAMESPACE_CHARS:
+        raise InvalidInputError(field, f"longer than {MAX_NAMESPACE_CHARS} characters")
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in text):
+        raise InvalidInputError(field, "contains NUL, control or surrogate characters")
+    if "*" in text:
+        raise InvalidInputError(field, "'*' is reserved for subtree scopes like 'a/b/*'")
+    for segment in text.split("/"):
+        if not segment.strip():
+            raise InvalidInputError(field, f"{value!r} has an empty segment")
+        if segment in _FORBIDDEN_SEGMENTS:
+            raise InvalidInputError(field, f"segment {segment!r} is not allowed")
+    return text
+
+
+def compile_scope(scope: str | Sequence[str] | None, column: str) -> tuple[str, list[str]]:
+    """Compile a namespace scope into a SQL condition over ``column``.
+
+    Args:
+        scope: ``"a/b"``, ``"a/b/*"``, a sequence of those, or ``None`` for all.
+        column: The (trusted, engine-chosen) column expression to test.
+
+    Returns:
+        The condition and its parameters; ``("1", [])`` for ``None``.
+
+    Raises:
+        InvalidInputError: When a namespace in the scope is invalid.
+    """
+    if scope is None:
+        return "1", []
+    items = [scope] if isinstance(scope, str) else list(scope)
+    if not items:
+        raise InvalidInputError("namespace", "an empty list matches nothing; pass None for all")
+    clauses: list[str] = []
+    params: list[str] = []
+    for item in items:
+        if isinstance(item, str) and item.endswith(SUBTREE_SUFFIX):
+            root = normalize_namespace(item[: -len(SUBTREE_SUFFIX)])
+            clauses.append(f"({column} = ? OR ({column} >= ? AND {column} < ?))")
+            params += [root, root + "/", root + "0"]
+        else:
+            clauses.append(f"{column} = ?")
+            params.append(normalize_namespace(item))
+    return "(" + " OR ".join(clauses) + ")", params
+
+
+def in_scope(namespace: str, scope: str | Sequence[str] | None) -> bool:
+    """Tell whether ``namespace`` lies in ``scope`` (the Python twin of :func:`compile_scope`)."""
+    if scope is None:
+        return True
+    items = [scope] if isinstance(scope, str) else list(scope)
+    for item in items:
+        if item.endswith(SUBTREE_SUFFIX):
+            root = item[: -len(SUBTREE_SUFFIX)]
+            if namespace == root or namespace.startswith(root + "/"):
+                return True
+        elif namespace == item:
+            return True
+    return False

@@ -1,0 +1,1 @@
+"""Storage: the SQLite file, its schema, transactions, locks and all engine file I/O."""

@@ -1,0 +1,139 @@
+"""SQLite connections through apsw: pragmas, SQL functions, per-thread use, fork safety.
+
+A file store gives each thread its own connection (SQLite connections must not
+interleave transactions), and a process that finds itself forked opens fresh
+ones instead of touching the parent's (SQLite forbids carrying a connection
+across ``fork()``). A ``":memory:"`` store has exactly one database, so all
+threads share one connection behind a lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any, Literal
+
+import apsw
+
+from embedmind.errors import StorageError, StoreClosedError
+from embedmind.filters import TYPE_ERROR_FUNCTION, raise_type_error
+
+Synchronous = Literal["FULL", "NORMAL"]
+MEMORY_PATH = ":memory:"
+PAGE_SIZE = 8192
+
+
+def _configure(conn: apsw.Connection, synchronous: Synchronous, busy_ms: int) -> None:
+    # Set on every connection: distributions differ in their defaults.
+    conn.setbusytimeout(busy_ms)
+    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA secure_delete = ON")
+    conn.execute("PRAGMA trusted_schema = OFF")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA cache_size = -32768")
+    conn.create_scalar_function(TYPE_ERROR_FUNCTION, raise_type_error, 2, deterministic=False)  # type: ignore[arg-type]
+
+
+def open_connection(path: str, synchronous: Synchronous, busy_ms: int) -> apsw.Connection:
+    """Open and configure one connection.
+
+    Args:
+        path: The database file (taken literally: ``file:`` URIs are not parsed).
+        synchronous: ``"FULL"`` (durable at commit) or ``"NORMAL"``.
+        busy_ms: SQLite's busy timeout, a backstop behind the writer lock.
+
+    Returns:
+        The configured connection.
+
+    Raises:
+        StorageError: When SQLite cannot open or configure the file.
+    """
+    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    try:
+        conn = apsw.Connection(path, flags=flags)
+        _configure(conn, synchronous, busy_ms)
+    except apsw.Error as e:
+        raise StorageError(f"cannot open store {path!r}: {e}") from e
+    return conn
+
+
+class ConnectionManager:
+    """Hands out the right connection for the calling thread and process."""
+
+    def __init__(self, path: str, synchronous: Synchronous, busy_ms: int) -> None:
+        self.path = path
+        self._synchronous = synchronous
+        self._busy_ms = busy_ms
+        self._pid = os.getpid()
+        self._local = threading.local()
+        self._all: list[apsw.Connection] = []
+        self._guard = threading.RLock()
+        self._shared: apsw.Connection | None = None
+        self._closed = False
+        # Connections inherited through fork() are kept referenced, never used
+        # or closed, so garbage collection cannot touch the parent's files.
+        self._abandoned: list[apsw.Connection] = []
+        if path == MEMORY_PATH:
+            self._shared = open_connection(path, synchronous, busy_ms)
+            self._all.append(self._shared)
+
+    @property
+    def is_memory(self) -> bool:
+        """Whether this is a throwaway in-memory store."""
+        return self._shared is not None
+
+    def _after_fork(self) -> None:
+        if self._shared is not None:
+            raise StorageError(
+                "an in-memory store cannot be used after fork(); open a new one in the child"
+            )
+        with self._guard:
+            self._abandoned.extend(self._all)
+            self._all = []
+            self._local = threading.local()
+            self._pid = os.getpid()
+
+    @contextmanager
+    def connection(self) -> Iterator[apsw.Connection]:
+        """Yield the calling thread's connection (the shared one, locked, in memory)."""
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        if os.getpid() != self._pid:
+            self._after_fork()
+        if self._shared is not None:
+            with self._guard:
+                yield self._shared
+            return
+        conn: apsw.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = open_connection(self.path, self._synchronous, self._busy_ms)
+            self._local.conn = conn
+            with self._guard:
+                self._all.append(conn)
+        yield conn
+
+    def close(self) -> None:
+        """Close every connection this manager opened in this process."""
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True
+            if os.getpid() != self._pid:
+                return
+            for conn in self._all:
+                with suppress(apsw.Error):  # close is best effort
+                    conn.close()
+            self._all = []
+
+
+def fetch_one(conn: apsw.Connection, sql: str, params: Any = ()) -> tuple[Any, ...]:
+    """Run a query that always yields a row (an aggregate, ``RETURNING``) and return it."""
+    row = conn.execute(sql, params).fetchone()
+    if row is None:  # pragma: no cover - only a damaged schema gets here
+        raise StorageError(f"expected a row from: {sql}")
+    return tuple(row)

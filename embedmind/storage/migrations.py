@@ -1,0 +1,138 @@
+"""Numbered, named, transactional schema migrations.
+
+The schema version lives in ``PRAGMA user_version``. Opening a store applies
+every migration newer than the file's version, each in its own write
+transaction; a file newer than :data:`LATEST` is refused with
+:class:`SchemaVersionError` rather than misread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import apsw
+
+from embedmind.errors import SchemaVersionError
+
+Migration = Callable[[apsw.Connection], None]
+
+
+def m0001_initial(conn: apsw.Connection) -> None:
+    """Create the records, tags, lexical index and bookkeeping tables."""
+    conn.execute(
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+        CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) STRICT;
+        INSERT INTO counters VALUES ('write_seq', 0);
+
+        CREATE TABLE memories (
+            key INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            namespace TEXT NOT NULL,
+            content TEXT NOT NULL,
+            metadata TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            tier TEXT NOT NULL,
+            level TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            session_id TEXT,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            valid_from INTEGER NOT NULL,
+            valid_to INTEGER,
+            expires_at INTEGER,
+            superseded_by TEXT,
+            confidence REAL NOT NULL,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed_at INTEGER,
+            fingerprint TEXT NOT NULL,
+            forgotten_at INTEGER
+        ) STRICT;
+        CREATE INDEX memories_by_namespace ON memories (namespace, created_at, key);
+        CREATE INDEX memories_by_time ON memories (created_at, key);
+        CREATE INDEX memories_by_fingerprint ON memories (namespace, tier, fingerprint);
+        CREATE INDEX memories_by_agent ON memories (agent, session_id);
+
+        CREATE TABLE memory_tags (
+            tag TEXT NOT NULL,
+            key INTEGER NOT NULL,
+            PRIMARY KEY (tag, key)
+        ) WITHOUT ROWID, STRICT;
+        CREATE INDEX memory_tags_by_key ON memory_tags (key);
+
+        CREATE TABLE lex_terms (
+            term_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            term TEXT NOT NULL UNIQUE,
+            df INTEGER NOT NULL,
+            version INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE lex_blocks (
+            block_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            term_id INTEGER NOT NULL,
+            first_key INTEGER NOT NULL,
+            count INTEGER NOT NULL,
+            max_tf INTEGER NOT NULL,
+            min_length INTEGER NOT NULL,
+            version INTEGER NOT NULL,
+            data BLOB NOT NULL
+        ) STRICT;
+        CREATE UNIQUE INDEX lex_blocks_by_term ON lex_blocks (term_id, first_key);
+        CREATE TABLE lex_docs (
+            key INTEGER PRIMARY KEY,
+            length INTEGER NOT NULL,
+            terms BLOB NOT NULL
+        ) STRICT;
+        CREATE TABLE lex_stats (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            doc_count INTEGER NOT NULL,
+            total_length INTEGER NOT NULL
+        ) STRICT;
+        INSERT INTO lex_stats VALUES (1, 0, 0);
+        """
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (m0001_initial,)
+LATEST = len(MIGRATIONS)
+
+
+def schema_version(conn: apsw.Connection) -> int:
+    """Return the schema version recorded in the file (0 for a new file)."""
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0]) if row else 0
+
+
+def check_supported(path: str, version: int) -> None:
+    """Refuse a file written by a newer embedmind.
+
+    Raises:
+        SchemaVersionError: When ``version`` is newer than :data:`LATEST`.
+    """
+    if version > LATEST:
+        raise SchemaVersionError(path, version, LATEST)
+
+
+def apply_pending(conn: apsw.Connection, path: str) -> int:
+    """Apply every migration newer than the file's version; the caller holds the writer lock.
+
+    Returns:
+        The schema version after migrating.
+
+    Raises:
+        SchemaVersionError: When the file is newer than this build.
+    """
+    version = schema_version(conn)
+    check_supported(path, version)
+    for number in range(version + 1, LATEST + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if schema_version(conn) >= number:  # another process got here first
+                conn.execute("COMMIT")
+                continue
+            MIGRATIONS[number - 1](conn)
+            conn.execute(f"PRAGMA user_version = {number}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return max(version, LATEST)

@@ -1,0 +1,406 @@
+"""The :class:`Store` facade: the only public engine API.
+
+It validates arguments, opens transactions and composes the parts (records,
+lexical index, recall); it holds no SQL and no scoring math.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from types import TracebackType
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from embedmind import drafts, recall, writes
+from embedmind.errors import InvalidInputError
+from embedmind.ids import validate_id
+from embedmind.lexical.index import LexicalIndex
+from embedmind.model import (
+    AgentStats,
+    Draft,
+    Level,
+    Memory,
+    Metadata,
+    Mode,
+    NamespaceScope,
+    Recall,
+    Stats,
+    Tier,
+    Where,
+)
+from embedmind.storage import records
+from embedmind.storage.connection import Synchronous
+from embedmind.storage.database import Database, normalize_path
+from embedmind.storage.selection import Selection
+from embedmind.timestamps import resolve_now, to_micros
+
+MAX_K = 10_000
+MAX_BATCH_SIZE = 10_000
+MAX_DRAFTS = 10_000_000
+_PAGE = 256
+
+
+class Store:
+    """An embedmind store: one SQLite file of memories and their indexes.
+
+    Open with :meth:`Store.open`; use as a context manager to close it.
+
+    Example:
+        >>> store = Store.open(":memory:", embedder=None)
+        >>> _ = store.remember("Alice prefers green tea", namespace="user/alice")
+        >>> [hit.content for hit in store.recall("what tea does alice like?", mode="text")]
+        ['Alice prefers green tea']
+        >>> store.close()
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+        self._lexical = LexicalIndex()
+        self.embedder = None
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        embedder: None = None,
+        synchronous: Synchronous = "FULL",
+        busy_timeout: float = 10.0,
+    ) -> Store:
+        """Open (creating if missing) the store at ``path``; ``":memory:"`` is a throwaway.
+
+        Args:
+            path: The store file, e.g. ``"memories.mind"``, or ``":memory:"``.
+            embedder: ``None`` opens a text-only store (vector recall arrives with
+                the embedded model).
+            synchronous: ``"FULL"`` (default): a returned write survives power
+                loss. ``"NORMAL"``: faster, and a returned write survives a process
+                crash but may be lost on power loss.
+            busy_timeout: Seconds a writer waits for the lock before
+                :class:`~embedmind.errors.StoreBusyError`.
+
+        Returns:
+            The open store.
+
+        Raises:
+            InvalidInputError: When an argument is invalid.
+            SchemaVersionError: When the file was written by a newer embedmind.
+            StorageError: When the file cannot be opened.
+        """
+        if embedder is not None:
+            raise InvalidInputError("embedder", "only None (a text-only store) is supported yet")
+        return cls(
+            Database(normalize_path(path), synchronous=synchronous, busy_timeout=busy_timeout)
+        )
+
+    @property
+    def path(self) -> str:
+        """The store file's absolute path, or ``":memory:"``."""
+        return self._db.path
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open file."""
+        return self._db.schema_version
+
+    # -- writes ----------------------------------------------------------------
+
+    def remember(
+        self,
+        content: str,
+        *,
+        id: str | None = None,
+        namespace: str = "default",
+        metadata: Metadata | None = None,
+        tags: Sequence[str] = (),
+        tier: Tier | str = Tier.SEMANTIC,
+        level: Level | str = Level.EXPLICIT,
+        agent: str = "",
+        session_id: str | None = None,
+        created_at: _dt.datetime | None = None,
+        valid_from: _dt.datetime | None = None,
+        valid_to: _dt.datetime | None = None,
+        ttl: _dt.timedelta | None = None,
+        expires_at: _dt.datetime | None = None,
+        confidence: float = 1.0,
+        now: _dt.datetime | None = None,
+    ) -> Memory:
+        """Store one memory durably and return it.
+
+        Writing an id that exists in the same namespace replaces that memory
+        (keeping its ``created_at``); an id that exists in another namespace is
+        a :class:`~embedmind.errors.ConflictError`.
+
+        Args:
+            content: The text to remember (at most 1 MiB of UTF-8).
+            id: Your id for it; a ULID is minted when omitted.
+            namespace: ``/``-separated home, e.g. ``"user/alice"``.
+            metadata: A JSON object, stored exactly as given.
+            tags: Tags to filter on (AND).
+            tier: ``working``, ``episodic``, ``semantic`` or ``procedural``.
+            level: ``explicit`` or ``deduced``.
+            agent: Who is writing (provenance).
+            session_id: The writing session (provenance).
+            created_at: Override the creation time (backfills, imports).
+            valid_from: Start of validity (default: ``created_at``).
+            valid_to: End of validity (default: open).
+            ttl: Time to live; the memory expires ``ttl`` after ``now``.
+            expires_at: Absolute expiry (instead of ``ttl``).
+            confidence: In [0, 1].
+            now: The write instant (default: the clock).
+
+        Returns:
+            The stored memory.
+
+        Raises:
+            InvalidInputError: When an argument is invalid; nothing is written.
+            ConflictError: When ``id`` exists in another namespace.
+            StoreBusyError: When another writer holds the lock too long.
+        """
+        draft = Draft(
+            content, id, namespace, metadata, tags, tier, level, agent, session_id,
+            created_at, valid_from, valid_to, ttl, expires_at, confidence,
+        )  # fmt: skip
+        return self.remember_many([draft], now=now)[0]
+
+    def remember_many(
+        self,
+        drafts_: Iterable[Draft | str | dict[str, Any]],
+        *,
+        batch_size: int = 256,
+        show_progress: bool = False,
+        now: _dt.datetime | None = None,
+    ) -> list[Memory]:
+        """Store many memories: one transaction per batch.
+
+        Every item is validated before the first batch is written, so a bad
+        item applies nothing at all.
+
+        Args:
+            drafts_: :class:`Draft` objects, plain strings, or dicts of Draft fields.
+            batch_size: Memories per transaction (1-10,000).
+            show_progress: Show a progress bar.
+            now: The write instant (default: the clock).
+
+        Returns:
+            The stored memories, in input order.
+
+        Raises:
+            InvalidInputError: When any item is invalid; nothing is written.
+            ConflictError: When an id exists in another namespace; that batch
+                is rolled back (earlier batches stay).
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+            raise InvalidInputError("batch_size", "expected an int")
+        if not 1 <= batch_size <= MAX_BATCH_SIZE:
+            raise InvalidInputError("batch_size", f"must be within 1-{MAX_BATCH_SIZE}")
+        if isinstance(drafts_, str | bytes) or not isinstance(drafts_, Iterable):
+            raise InvalidInputError("drafts", "expected an iterable of drafts")
+        at = resolve_now(now)
+        prepared = []
+        for i, item in enumerate(drafts_):
+            if i >= MAX_DRAFTS:
+                raise InvalidInputError("drafts", f"more than {MAX_DRAFTS} in one call")
+            prepared.append(drafts.prepare(drafts.coerce_draft(item, i), at))
+        stored: list[Memory] = []
+        bar = tqdm(total=len(prepared), disable=not show_progress, unit="memory")
+        with bar:
+            for start in range(0, len(prepared), batch_size):
+                batch = prepared[start : start + batch_size]
+                with self._db.write() as conn:
+                    stored += writes.apply_batch(conn, self._lexical, batch)
+                bar.update(len(batch))
+        return stored
+
+    def forget(self, id: str, *, now: _dt.datetime | None = None) -> bool:
+        """Tombstone a memory: it leaves every read; ``vacuum`` reclaims its space.
+
+        Returns:
+            ``False`` when the id does not exist or was already forgotten.
+        """
+        memory_id, at = validate_id(id), resolve_now(now)
+        with self._db.write() as conn:
+            return writes.forget(conn, self._lexical, memory_id, at)
+
+    def delete(self, id: str) -> bool:
+        """Remove a memory at once (row, postings, tags).
+
+        Returns:
+            ``False`` when the id does not exist.
+        """
+        memory_id = validate_id(id)
+        with self._db.write() as conn:
+            return writes.delete(conn, self._lexical, memory_id)
+
+    # -- reads -------------------------------------------------------------------
+
+    def get(self, id: str) -> Memory | None:
+        """Return the memory with this id, or ``None`` when missing or forgotten."""
+        memory_id = validate_id(id)
+        with self._db.read() as conn:
+            return records.select_by_ids(conn, [memory_id]).get(memory_id)
+
+    def get_many(self, ids: Sequence[str]) -> list[Memory]:
+        """Return the memories with these ids, in the order asked, skipping missing ones."""
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            raise InvalidInputError("ids", "expected a list of ids")
+        wanted = [validate_id(i, "ids") for i in ids]
+        with self._db.read() as conn:
+            found = records.select_by_ids(conn, wanted)
+        return [found[i] for i in wanted if i in found]
+
+    def iter(
+        self,
+        namespace: NamespaceScope = None,
+        *,
+        where: Where | None = None,
+        agent: str | None = None,
+        session_id: str | None = None,
+        tags: Sequence[str] = (),
+        tiers: Sequence[Tier | str] = (),
+        levels: Sequence[Level | str] = (),
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        include_forgotten: bool = False,
+        now: _dt.datetime | None = None,
+    ) -> Iterator[Memory]:
+        """Iterate memories in time order (``created_at``, then insertion).
+
+        Pages are read in separate short transactions, so a long iteration
+        never holds the database open against writers.
+
+        Raises:
+            FilterTypeError: When ``where`` compares a key with a value of the
+                wrong type in a memory in scope.
+        """
+        selection = Selection(
+            resolve_now(now), namespace, where, agent, session_id, tags, tiers, levels,
+            include_expired, include_forgotten, include_superseded,
+        )  # fmt: skip
+        condition, params = selection.compile()
+        after: tuple[int, int] | None = None
+        while True:
+            with self._db.read() as conn:
+                page = records.page(conn, condition, params, after, _PAGE)
+            for _, _, memory in page:
+                yield memory
+            if len(page) < _PAGE:
+                return
+            after = page[-1][0], page[-1][1]
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 8,
+        namespace: NamespaceScope = None,
+        where: Where | None = None,
+        mode: Mode | str = Mode.HYBRID,
+        agent: str | None = None,
+        session_id: str | None = None,
+        tags: Sequence[str] = (),
+        tiers: Sequence[Tier | str] = (),
+        levels: Sequence[Level | str] = (),
+        include_expired: bool = False,
+        as_of: _dt.datetime | None = None,
+        now: _dt.datetime | None = None,
+        explain: bool = False,
+    ) -> Recall:
+        """Recall the memories that best match ``query``.
+
+        Args:
+            query: Natural-language text; it is only ever data, never syntax.
+            k: How many hits (1-10,000).
+            namespace: ``"a/b"``, ``"a/b/*"`` (subtree), a list, or ``None`` (all).
+            where: A metadata filter (see ``docs/reference/where.md``).
+            mode: ``"hybrid"``, ``"vector"`` or ``"text"``.
+            agent: Only memories written by this agent.
+            session_id: Only memories written in this session.
+            tags: Only memories carrying all of these tags.
+            tiers: Only these tiers.
+            levels: Only these levels.
+            include_expired: Also memories past their TTL.
+            as_of: Time travel: what was valid at this instant.
+            now: The instant expiry is evaluated at (default: the clock).
+            explain: Add per-phase timings to the result.
+
+        Returns:
+            The hits, best first, with per-channel ranks and raw scores.
+
+        Raises:
+            InvalidInputError: When an argument is invalid.
+            FilterTypeError: When ``where`` meets a stored value of another type.
+        """
+        if not isinstance(query, str):
+            raise InvalidInputError("query", f"expected a str, got {type(query).__name__}")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise InvalidInputError("k", f"expected an int within 1-{MAX_K}")
+        try:
+            wanted = Mode(mode)
+        except ValueError:
+            raise InvalidInputError("mode", "expected 'hybrid', 'vector' or 'text'") from None
+        selection = Selection(
+            resolve_now(now), namespace, where, agent, session_id, tags, tiers, levels,
+            include_expired, False, False, None if as_of is None else to_micros(as_of, "as_of"),
+        )  # fmt: skip
+        condition = selection.compile()
+        degraded: tuple[str, ...] = ()
+        if wanted is not Mode.TEXT:
+            degraded = ("vector channel unavailable: the store has no embedder; used text only",)
+        timer = recall.Timer()
+        with self._db.read() as conn:
+            ranked = [recall.text_channel(conn, self._lexical, query, condition, k)]
+            timer.lap("text")
+            fused = recall.fuse(ranked, wanted, k)
+            timer.lap("fuse")
+            result = recall.build_recall(conn, fused, ranked, wanted, degraded, None)
+            timer.lap("load")
+        if explain:
+            return Recall(result.hits, wanted, result.channels, degraded, dict(timer.phases))
+        return result
+
+    def stats(self, *, now: _dt.datetime | None = None) -> Stats:
+        """Counts and sizes: live, forgotten, per agent, namespace and tier, file size."""
+        at = resolve_now(now)
+        with self._db.read() as conn:
+            counts = records.statistics(conn, at)
+            lexical_docs, lexical_terms = self._lexical.statistics(conn)
+        return Stats(
+            live=counts["live"],
+            forgotten=counts["forgotten"],
+            expired=counts["expired"],
+            superseded=counts["superseded"],
+            by_agent={
+                agent: AgentStats(live, tuple(sessions))
+                for agent, (live, sessions) in counts["by_agent"].items()
+            },
+            by_namespace=counts["by_namespace"],
+            by_tier=counts["by_tier"],
+            lexical_documents=lexical_docs,
+            lexical_terms=lexical_terms,
+            file_bytes=self._db.file_bytes(),
+            schema_version=self._db.schema_version,
+        )
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the store; further calls raise :class:`~embedmind.errors.StoreClosedError`."""
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.path!r})"

@@ -1,0 +1,71 @@
+"""Time at the API boundary: timezone-aware UTC datetimes outside, integer microseconds inside."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+
+from embedmind.errors import InvalidInputError
+
+UTC = _dt.timezone.utc
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
+# Storage bounds: the datetime range Python can represent, in microseconds.
+MIN_MICROS = -62_135_596_800_000_000
+MAX_MICROS = 253_402_300_799_999_999
+
+
+def now_micros() -> int:
+    """Return the wall clock as integer microseconds since the Unix epoch (UTC)."""
+    return time.time_ns() // 1_000
+
+
+def to_micros(value: _dt.datetime, field: str) -> int:
+    """Convert a timezone-aware datetime to microseconds since the epoch.
+
+    Args:
+        value: The instant; must carry a timezone.
+        field: The argument name, for the error message.
+
+    Returns:
+        Microseconds since 1970-01-01T00:00:00Z.
+
+    Raises:
+        InvalidInputError: When ``value`` is not a datetime or is naive.
+    """
+    if not isinstance(value, _dt.datetime):
+        raise InvalidInputError(field, f"expected a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(
+            field, "naive datetime; pass a timezone-aware one, e.g. datetime.now(timezone.utc)"
+        )
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(micros: int) -> _dt.datetime:
+    """Convert stored microseconds back to a timezone-aware UTC datetime."""
+    return _EPOCH + _dt.timedelta(microseconds=micros)
+
+
+def optional_from_micros(micros: int | None) -> _dt.datetime | None:
+    """Like :func:`from_micros`, passing ``None`` through."""
+    return None if micros is None else from_micros(micros)
+
+
+def resolve_now(now: _dt.datetime | None) -> int:
+    """Return ``now`` in microseconds, or the wall clock when it is ``None``."""
+    return now_micros() if now is None else to_micros(now, "now")
+
+
+def duration_micros(value: _dt.timedelta, field: str) -> int:
+    """Convert a positive timedelta to microseconds.
+
+    Raises:
+        InvalidInputError: When ``value`` is not a positive timedelta.
+    """
+    if not isinstance(value, _dt.timedelta):
+        raise InvalidInputError(field, f"expected a timedelta, got {type(value).__name__}")
+    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    if micros <= 0:
+        raise InvalidInputError(field, "must be a positive duration")
+    return micros

@@ -1,0 +1,79 @@
+"""The write path: one transaction applies records and their postings together.
+
+Input is validated (:mod:`embedmind.drafts`) before the transaction begins;
+inside it, an id that already exists in the same namespace is an upsert (its
+``created_at`` kept, its postings re-derived only when the content changed),
+and an id that exists in another namespace aborts the whole transaction with
+:class:`ConflictError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import apsw
+
+from embedmind.drafts import Prepared
+from embedmind.errors import ConflictError
+from embedmind.lexical.index import LexicalIndex
+from embedmind.model import Memory
+from embedmind.storage import records
+
+
+def apply_batch(
+    conn: apsw.Connection, lexical: LexicalIndex, batch: Sequence[Prepared]
+) -> list[Memory]:
+    """Write ``batch`` inside the caller's write transaction and return the stored memories.
+
+    Raises:
+        ConflictError: When an id already names a memory in another namespace.
+    """
+    version = records.next_write_seq(conn)
+    keys: list[int] = []
+    pending: dict[int, str] = {}
+    stale: list[int] = []
+    for p in batch:
+        existing = records.find(conn, p.id)
+        if existing is None:
+            key = records.insert(conn, p)
+            pending[key] = p.content
+        else:
+            if existing.namespace != p.namespace:
+                raise ConflictError(
+                    p.id,
+                    f"id {p.id!r} already names a memory in namespace {existing.namespace!r}; "
+                    "ids are unique across the store: pick another id or delete the old memory",
+                )
+            key = existing.key
+            records.replace(conn, key, p, existing.created_at)
+            if existing.forgotten or existing.content != p.content or key in pending:
+                stale.append(key)
+                pending[key] = p.content
+        keys.append(key)
+    for key in stale:
+        lexical.remove(conn, key, version)
+    lexical.add(conn, list(pending.items()), version)
+    stored = records.select_by_keys(conn, keys)
+    return [stored[key] for key in keys]
+
+
+def forget(conn: apsw.Connection, lexical: LexicalIndex, memory_id: str, now: int) -> bool:
+    """Tombstone a memory and drop its postings; ``False`` when missing or already forgotten."""
+    existing = records.find(conn, memory_id)
+    if existing is None or existing.forgotten:
+        return False
+    version = records.next_write_seq(conn)
+    records.mark_forgotten(conn, existing.key, now)
+    lexical.remove(conn, existing.key, version)
+    return True
+
+
+def delete(conn: apsw.Connection, lexical: LexicalIndex, memory_id: str) -> bool:
+    """Remove a memory at once, with its postings; ``False`` when missing."""
+    existing = records.find(conn, memory_id)
+    if existing is None:
+        return False
+    version = records.next_write_seq(conn)
+    lexical.remove(conn, existing.key, version)
+    records.delete(conn, existing.key)
+    return True
