@@ -1,0 +1,223 @@
+"""``embedmind``: remember, recall, get, forget, stats and demo from the shell.
+
+Output is for people by default and JSON with ``--json``. Exit codes:
+
+====  ==========================================================
+0     success
+1     not found (``get`` of a missing id, ``forget`` that did nothing)
+2     invalid input or usage (a one-line message says which field)
+3     conflict (an id reused in another namespace)
+4     storage failure (busy store, newer schema, I/O)
+====  ==========================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import enum
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from embedmind.cli import demo
+from embedmind.errors import (
+    ConflictError,
+    EmbedmindError,
+    FilterTypeError,
+    InvalidInputError,
+    StorageError,
+)
+from embedmind.model import Memory
+from embedmind.store import Store
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_CONFLICT, EXIT_STORAGE = 0, 1, 2, 3, 4
+DEFAULT_STORE = "memories.mind"
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, _dt.datetime):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
+
+
+def _json_arg(text: str | None, field: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidInputError(field, f"not valid JSON: {e.msg}") from None
+
+
+def _describe(memory: Memory) -> str:
+    extra = f"  {json.dumps(memory.metadata, ensure_ascii=False)}" if memory.metadata else ""
+    return f"{memory.id}  [{memory.namespace}]  {memory.content}{extra}"
+
+
+Output = Callable[[str], None]
+
+
+def _remember(store: Store, args: argparse.Namespace, out: Output) -> int:
+    ttl = None if args.ttl is None else _dt.timedelta(seconds=args.ttl)
+    memory = store.remember(
+        args.text,
+        id=args.id,
+        namespace=args.namespace,
+        metadata=_json_arg(args.metadata, "--metadata"),
+        tags=args.tag or (),
+        tier=args.tier,
+        agent=args.agent,
+        session_id=args.session,
+        ttl=ttl,
+    )
+    out(
+        json.dumps(_jsonable(memory), ensure_ascii=False)
+        if args.json
+        else f"remembered {memory.id}"
+    )
+    return EXIT_OK
+
+
+def _recall(store: Store, args: argparse.Namespace, out: Output) -> int:
+    result = store.recall(
+        args.query,
+        k=args.k,
+        namespace=args.namespace or None,
+        where=_json_arg(args.where, "--where"),
+        mode=args.mode,
+        explain=args.explain,
+    )
+    if args.json:
+        out(json.dumps(_jsonable(result), ensure_ascii=False))
+        return EXIT_OK
+    for note in result.degraded:
+        out(f"note: {note}")
+    for hit in result:
+        ranks = ", ".join(f"{name} #{c.rank} ({c.raw:.3f})" for name, c in hit.channels.items())
+        out(f"{hit.rank:>3}. {hit.score:.4f}  {_describe(hit.memory)}   <- {ranks}")
+    if not result:
+        out("no memories matched")
+    return EXIT_OK
+
+
+def _get(store: Store, args: argparse.Namespace, out: Output) -> int:
+    memory = store.get(args.id)
+    if memory is None:
+        out(f"error: memory {args.id!r} does not exist (or was forgotten)")
+        return EXIT_NOT_FOUND
+    out(json.dumps(_jsonable(memory), ensure_ascii=False) if args.json else _describe(memory))
+    return EXIT_OK
+
+
+def _forget(store: Store, args: argparse.Namespace, out: Output) -> int:
+    forgotten = store.forget(args.id)
+    if args.json:
+        out(json.dumps({"id": args.id, "forgotten": forgotten}))
+    else:
+        out(f"forgot {args.id}" if forgotten else f"nothing to forget: {args.id!r}")
+    return EXIT_OK if forgotten else EXIT_NOT_FOUND
+
+
+def _stats(store: Store, args: argparse.Namespace, out: Output) -> int:
+    stats = store.stats()
+    if args.json:
+        out(json.dumps(_jsonable(stats), ensure_ascii=False))
+        return EXIT_OK
+    out(f"store       {store.path} (schema {stats.schema_version}, {stats.file_bytes:,} bytes)")
+    out(f"memories    {stats.live} live, {stats.forgotten} forgotten, {stats.expired} expired")
+    out(f"lexical     {stats.lexical_documents} documents, {stats.lexical_terms} terms")
+    for namespace, count in stats.by_namespace.items():
+        out(f"namespace   {namespace}: {count}")
+    for agent, agent_stats in stats.by_agent.items():
+        out(
+            f"agent       {agent or '(unknown)'}: {agent_stats.live} in {len(agent_stats.sessions)} sessions"
+        )
+    return EXIT_OK
+
+
+def _demo(store: Store, args: argparse.Namespace, out: Output) -> int:
+    demo.run(store, lambda text: out(text.rstrip("\n")))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for the CLI reference docs)."""
+    parser = argparse.ArgumentParser(prog="embedmind", description=__doc__.splitlines()[0])
+    parser.add_argument("--store", default=os.environ.get("EMBEDMIND_STORE", DEFAULT_STORE),
+                        help="store file (default: $EMBEDMIND_STORE or ./memories.mind)")  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    remember = commands.add_parser("remember", help="store one memory")
+    remember.add_argument("text")
+    remember.add_argument("--id")
+    remember.add_argument("--namespace", default="default")
+    remember.add_argument("--metadata", help="a JSON object")
+    remember.add_argument("--tag", action="append", help="repeat for several tags")
+    remember.add_argument("--tier", default="semantic")
+    remember.add_argument("--agent", default="cli")
+    remember.add_argument("--session")
+    remember.add_argument("--ttl", type=float, help="time to live in seconds")
+    remember.set_defaults(run=_remember)
+
+    recall = commands.add_parser("recall", help="recall memories matching a query")
+    recall.add_argument("query")
+    recall.add_argument("-k", type=int, default=8)
+    recall.add_argument("--namespace", action="append", help="'a/b', 'a/b/*'; repeatable")
+    recall.add_argument("--where", help='a JSON filter, e.g. \'{"topic": "drinks"}\'')
+    recall.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "text"])
+    recall.add_argument("--explain", action="store_true")
+    recall.set_defaults(run=_recall)
+
+    for name, run, help_text in (
+        ("get", _get, "show one memory"),
+        ("forget", _forget, "tombstone one memory"),
+    ):
+        sub = commands.add_parser(name, help=help_text)
+        sub.add_argument("id")
+        sub.set_defaults(run=run)
+    commands.add_parser("stats", help="counts and sizes").set_defaults(run=_stats)
+    demo_parser = commands.add_parser("demo", help="remember a conversation and ask it questions")
+    demo_parser.set_defaults(run=_demo, demo_store=":memory:")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the exit code."""
+    args = build_parser().parse_args(argv)
+
+    def out(text: str) -> None:
+        print(text)
+
+    store_path = (
+        args.demo_store if args.command == "demo" and args.store == DEFAULT_STORE else args.store
+    )
+    try:
+        with Store.open(store_path) as store:
+            code: int = args.run(store, args, out)
+            return code
+    except (InvalidInputError, FilterTypeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INVALID
+    except ConflictError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_CONFLICT
+    except (StorageError, EmbedmindError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_STORAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
