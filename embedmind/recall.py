@@ -19,6 +19,7 @@ import apsw
 import numpy as np
 
 from embedmind.fusion import rrf
+from embedmind.lexical import maxscore
 from embedmind.lexical.index import LexicalIndex, Scored, best_first, query_terms
 from embedmind.model import ChannelScore, Hit, Memory, Mode, Recall
 from embedmind.storage import records
@@ -26,6 +27,8 @@ from embedmind.storage import records
 TEXT = "text"
 VECTOR = "vector"
 _FIRST_BATCH = 64
+_MAXSCORE_SLACK = 16
+"""Extra candidates MaxScore keeps beyond ``k``, room for a few filtered-out hits."""
 _SWITCH_TO_FULL_SCAN = 8_192
 """Candidates checked one batch at a time before fetching every admitted key at once."""
 
@@ -59,9 +62,19 @@ def text_channel(
     condition: tuple[str, list[Any]],
     k: int,
 ) -> Ranked:
-    """The top ``k`` admitted documents by BM25."""
-    scored = lexical.score(conn, query_terms(text))
-    return Ranked(TEXT, admitted_best_first(conn, scored, condition, k))
+    """The top ``k`` admitted documents by BM25.
+
+    MaxScore first: its candidates are exact down to its bound θ, so when the
+    first ``k`` admitted candidates all score at least θ they are the answer.
+    Otherwise (a selective filter) every matching document is scored.
+    """
+    lists, avgdl = lexical.term_lists(conn, query_terms(text))
+    keys, scores, theta = maxscore.top(lists, avgdl, k + _MAXSCORE_SLACK)
+    found = admitted_best_first(conn, Scored(keys, scores), condition, k)
+    if theta == 0.0 or (len(found) == k and found[-1][1] >= theta):
+        return Ranked(TEXT, found)
+    keys, scores = maxscore.exhaustive(lists, avgdl)
+    return Ranked(TEXT, admitted_best_first(conn, Scored(keys, scores), condition, k))
 
 
 def admitted_best_first(

@@ -29,6 +29,18 @@ def apply_batch(
         ConflictError: When an id already names a memory in another namespace.
     """
     version = records.next_write_seq(conn)
+    ids = [p.id for p in batch]
+    if len(set(ids)) == len(ids) and not records.find_many(conn, ids):
+        # The common case, all new ids: bulk statements, no read-back.
+        keys = records.insert_many(conn, batch)
+        lexical.add(conn, [(key, p.content) for key, p in zip(keys, batch, strict=True)], version)
+        return [records.from_prepared(p) for p in batch]
+    return _apply_one_by_one(conn, lexical, batch, version)
+
+
+def _apply_one_by_one(
+    conn: apsw.Connection, lexical: LexicalIndex, batch: Sequence[Prepared], version: int
+) -> list[Memory]:
     keys: list[int] = []
     pending: dict[int, str] = {}
     stale: list[int] = []

@@ -9,20 +9,25 @@ decoded blocks that is revalidated against the block versions on each query.
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.lexical import bm25
+from embedmind.lexical import bm25, maxscore
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.blocks import BLOCK_SIZE, Postings, concat, make
+from embedmind.lexical.maxscore import TermList
 from embedmind.storage import postings as store
 
+MERGE_BELOW = 128
+"""A term's last block is topped up with new postings only while it holds fewer than this."""
 CACHE_POSTINGS = 2_000_000
 """Postings kept decoded per cache level (about 14 bytes each)."""
 
@@ -48,8 +53,8 @@ class LexicalIndex:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._terms: _LRU = _LRU(CACHE_POSTINGS)
-        self._blocks: _LRU = _LRU(CACHE_POSTINGS)
+        self._terms: _LRU[_Cached] = _LRU(CACHE_POSTINGS)
+        self._blocks: _LRU[Postings] = _LRU(CACHE_POSTINGS)
 
     # -- writes (inside the caller's transaction) ---------------------------
 
@@ -61,26 +66,28 @@ class LexicalIndex:
             return
         terms = {term for _, counts in analysed for term in counts}
         ids = {term: row.term_id for term, row in store.lookup_terms(conn, terms).items()}
-        for term in sorted(terms - ids.keys()):
-            ids[term] = store.create_term(conn, term, version)
-        per_term: dict[int, tuple[list[int], list[int], list[int]]] = defaultdict(
-            lambda: ([], [], [])
-        )
-        total = 0
-        for key, counts in sorted(analysed):
-            length = sum(counts.values())
-            total += length
-            pairs = [(ids[term], tf) for term, tf in counts.items()]
-            store.put_doc(conn, key, length, pairs)
-            for term_id, tf in pairs:
-                keys, tfs, lengths = per_term[term_id]
-                keys.append(key)
-                tfs.append(tf)
-                lengths.append(length)
-        for term_id, (keys, tfs, lengths) in per_term.items():
-            _insert(conn, term_id, make(keys, tfs, lengths), version)
-            store.change_df(conn, term_id, len(keys), version)
-        store.add_stats(conn, len(analysed), total)
+        ids.update(store.create_terms(conn, sorted(terms - ids.keys()), version))
+        triples = _Triples()
+        rows = []
+        for key, counts in analysed:
+            term_ids = [ids[term] for term in counts]
+            tfs = list(counts.values())
+            length = sum(tfs)
+            rows.append((key, length, list(zip(term_ids, tfs, strict=True))))
+            triples.add(key, length, term_ids, tfs)
+        store.put_docs(conn, rows)
+        per_term = triples.by_term()
+        lasts = store.last_blocks(conn, [term_id for term_id, _ in per_term])
+        appends: list[store.BlockWrite] = []
+        for term_id, new in per_term:
+            last = lasts.get(term_id)
+            if last is None or new.keys[0] > last.postings.keys[-1]:
+                appends += _append(term_id, last, new)
+            else:  # re-indexed old keys land between existing ones
+                _insert_between(conn, term_id, new, version)
+        store.write_blocks(conn, appends, version)
+        store.add_dfs(conn, [(term_id, len(new)) for term_id, new in per_term], version)
+        store.add_stats(conn, len(rows), sum(length for _, length, _ in rows))
 
     def remove(self, conn: apsw.Connection, key: int, version: int) -> None:
         """Drop a document's postings (a no-op when it is not indexed)."""
@@ -105,23 +112,31 @@ class LexicalIndex:
 
     # -- reads ---------------------------------------------------------------
 
-    def score(self, conn: apsw.Connection, terms: Sequence[str]) -> Scored:
-        """Score every document containing at least one of ``terms``."""
-        empty = Scored(np.empty(0, np.int64), np.empty(0, np.float64))
+    def term_lists(
+        self, conn: apsw.Connection, terms: Sequence[str]
+    ) -> tuple[list[TermList], float]:
+        """The postings of the query terms that exist, ready to score, and avgdl."""
         rows = store.lookup_terms(conn, terms)
         doc_count, total_length = store.stats(conn)
         if not rows or doc_count == 0:
-            return empty
+            return [], 1.0
         avgdl = total_length / doc_count
-        lists: list[tuple[Postings, npt.NDArray[np.float64]]] = []
+        lists = []
         for row in rows.values():
-            p = self._postings(conn, row)
-            if len(p):
-                idf = bm25.idf(row.df, doc_count)
-                lists.append((p, bm25.term_scores(p.tfs, p.lengths, idf, avgdl)))
-        return _accumulate(lists) if lists else empty
+            cached = self._postings(conn, row)
+            idf = bm25.idf(row.df, doc_count)
+            # A hair above the exact bound: scores are computed in float32.
+            bound = bm25.upper_bound(cached.max_tf, cached.min_length, idf, avgdl) * 1.0001
+            lists.append(TermList(cached.keys, cached.tf, cached.length, idf, bound))
+        return lists, avgdl
 
-    def _postings(self, conn: apsw.Connection, row: store.TermRow) -> Postings:
+    def score(self, conn: apsw.Connection, terms: Sequence[str]) -> Scored:
+        """Score every document containing at least one of ``terms``."""
+        lists, avgdl = self.term_lists(conn, terms)
+        keys, scores = maxscore.exhaustive(lists, avgdl)
+        return Scored(keys, scores)
+
+    def _postings(self, conn: apsw.Connection, row: store.TermRow) -> _Cached:
         with self._lock:
             cached = self._terms.get(row.term_id, row.version)
         if cached is not None:
@@ -131,7 +146,7 @@ class LexicalIndex:
             parts = {b: self._blocks.get(b, v) for b, v in versions}
         missing = [b for b, p in parts.items() if p is None]
         loaded = store.load_blocks(conn, missing) if missing else {}
-        merged = concat([parts[b] or loaded[b] for b, _ in versions])
+        merged = _Cached.of(concat([parts[b] or loaded[b] for b, _ in versions]))
         with self._lock:
             for b, v in versions:
                 if b in loaded:
@@ -146,28 +161,62 @@ class LexicalIndex:
     def clear_cache(self) -> None:
         """Drop every cached posting (after a vacuum or a rebuild)."""
         with self._lock:
-            self._terms = _LRU(CACHE_POSTINGS)
-            self._blocks = _LRU(CACHE_POSTINGS)
+            self._terms = _LRU[_Cached](CACHE_POSTINGS)
+            self._blocks = _LRU[Postings](CACHE_POSTINGS)
 
 
-def _insert(conn: apsw.Connection, term_id: int, new: Postings, version: int) -> None:
-    """Merge new postings (keys not yet in the term) into the term's blocks."""
-    last = store.last_block(conn, term_id)
-    if last is None or new.keys[0] > last.postings.keys[-1]:
-        # Append: new documents get the largest keys, so this is the usual path.
-        start = 0
-        if last is not None and len(last.postings) < BLOCK_SIZE:
-            start = BLOCK_SIZE - len(last.postings)
-            merged = concat([last.postings, new.slice(0, start)])
-            store.write_block(conn, last.block_id, term_id, last.first_key, merged, version)
-        for chunk in _chunks(new, start):
-            store.write_block(conn, None, term_id, int(chunk.keys[0]), chunk, version)
-        return
-    for i in range(len(new)):  # re-indexed old keys land between existing ones
+class _Triples:
+    """(term, document, tf, length) postings of a batch, grouped by term with numpy."""
+
+    def __init__(self) -> None:
+        self.terms: list[int] = []
+        self.keys: list[int] = []
+        self.tfs: list[int] = []
+        self.lengths: list[int] = []
+
+    def add(self, key: int, length: int, term_ids: list[int], tfs: list[int]) -> None:
+        self.terms += term_ids
+        self.tfs += tfs
+        self.keys += [key] * len(term_ids)
+        self.lengths += [length] * len(term_ids)
+
+    def by_term(self) -> list[tuple[int, Postings]]:
+        terms = np.asarray(self.terms, dtype=np.int64)
+        keys = np.asarray(self.keys, dtype=np.int64)
+        order = np.lexsort((keys, terms))
+        terms, everything = terms[order], make(self.keys, self.tfs, self.lengths)
+        everything = Postings(
+            everything.keys[order], everything.tfs[order], everything.lengths[order]
+        )
+        bounds = [0, *(np.flatnonzero(np.diff(terms)) + 1).tolist(), len(terms)]
+        return [
+            (int(terms[start]), everything.slice(start, stop))
+            for start, stop in itertools.pairwise(bounds)
+        ]
+
+
+def _append(term_id: int, last: store.BlockRow | None, new: Postings) -> list[store.BlockWrite]:
+    """Block writes that append ``new`` (all keys above the term's last key)."""
+    writes: list[store.BlockWrite] = []
+    start = 0
+    # Top up only a small last block: rewriting a full one would cost a whole
+    # block of I/O per term per write, the dominant cost of ingest.
+    if last is not None and len(last.postings) < MERGE_BELOW:
+        start = BLOCK_SIZE - len(last.postings)
+        merged = concat([last.postings, new.slice(0, start)])
+        writes.append((last.block_id, term_id, last.first_key, merged))
+    for chunk in _chunks(new, start):
+        writes.append((None, term_id, int(chunk.keys[0]), chunk))
+    return writes
+
+
+def _insert_between(conn: apsw.Connection, term_id: int, new: Postings, version: int) -> None:
+    """Merge postings whose keys fall inside the term's existing range, one at a time."""
+    for i in range(len(new)):
         one = new.slice(i, i + 1)
         key = int(one.keys[0])
         block = store.block_for_key(conn, term_id, key)
-        if block is None:  # pragma: no cover - last_block existed
+        if block is None:  # pragma: no cover - the term has blocks
             store.write_block(conn, None, term_id, key, one, version)
             continue
         merged = block.postings.merged(one)
@@ -176,34 +225,20 @@ def _insert(conn: apsw.Connection, term_id: int, new: Postings, version: int) ->
             store.write_block(conn, block.block_id, term_id, first_key, merged, version)
             continue
         half = len(merged) // 2
-        store.write_block(conn, block.block_id, term_id, first_key, merged.slice(0, half), version)
         upper = merged.slice(half, len(merged))
-        store.write_block(conn, None, term_id, int(upper.keys[0]), upper, version)
+        store.write_blocks(
+            conn,
+            [
+                (block.block_id, term_id, first_key, merged.slice(0, half)),
+                (None, term_id, int(upper.keys[0]), upper),
+            ],
+            version,
+        )
 
 
 def _chunks(postings: Postings, start: int) -> Iterator[Postings]:
     for offset in range(start, len(postings), BLOCK_SIZE):
         yield postings.slice(offset, min(offset + BLOCK_SIZE, len(postings)))
-
-
-def _accumulate(lists: list[tuple[Postings, npt.NDArray[np.float64]]]) -> Scored:
-    """Sum per-term scores by document key."""
-    if len(lists) == 1:
-        p, s = lists[0]
-        return Scored(p.keys, s)
-    top = max(int(p.keys[-1]) for p, _ in lists) + 1
-    total = sum(len(p) for p, _ in lists)
-    acc = np.zeros(top, dtype=np.float64)  # calloc-backed: only touched pages cost
-    for p, s in lists:
-        acc[p.keys] += s  # keys are unique within one term
-    if total * 16 < top:
-        keys = np.unique(np.concatenate([p.keys for p, _ in lists]))
-    else:
-        seen = np.zeros(top, dtype=bool)
-        for p, _ in lists:
-            seen[p.keys] = True
-        keys = np.flatnonzero(seen).astype(np.int64)
-    return Scored(keys, acc[keys])
 
 
 def best_first(scored: Scored, first: int) -> Iterator[npt.NDArray[np.int64]]:
@@ -230,22 +265,51 @@ def best_first(scored: Scored, first: int) -> Iterator[npt.NDArray[np.int64]]:
         size *= 4
 
 
-class _LRU:
+@dataclass(frozen=True)
+class _Cached:
+    """A term's whole posting list, decoded for scoring."""
+
+    keys: npt.NDArray[np.int64]
+    tf: npt.NDArray[np.float32]
+    length: npt.NDArray[np.float32]
+    max_tf: int
+    min_length: int
+
+    @staticmethod
+    def of(p: Postings) -> _Cached:
+        if not len(p):
+            return _Cached(p.keys, np.empty(0, np.float32), np.empty(0, np.float32), 0, 1)
+        return _Cached(
+            p.keys,
+            p.tfs.astype(np.float32),
+            p.lengths.astype(np.float32),
+            int(p.tfs.max()),
+            int(p.lengths.min()),
+        )
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+
+V = TypeVar("V", Postings, _Cached)
+
+
+class _LRU(Generic[V]):
     """Versioned LRU of decoded postings, bounded by total posting count."""
 
     def __init__(self, capacity: int) -> None:
-        self._items: OrderedDict[int, tuple[int, Postings]] = OrderedDict()
+        self._items: OrderedDict[int, tuple[int, V]] = OrderedDict()
         self._size = 0
         self._capacity = capacity
 
-    def get(self, key: int, version: int) -> Postings | None:
+    def get(self, key: int, version: int) -> V | None:
         item = self._items.get(key)
         if item is None or item[0] != version:
             return None
         self._items.move_to_end(key)
         return item[1]
 
-    def put(self, key: int, version: int, value: Postings) -> None:
+    def put(self, key: int, version: int, value: V) -> None:
         old = self._items.pop(key, None)
         if old is not None:
             self._size -= len(old[1])

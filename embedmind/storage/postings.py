@@ -73,6 +73,25 @@ def create_term(conn: apsw.Connection, term: str, version: int) -> int:
     return int(row[0])
 
 
+def create_terms(conn: apsw.Connection, terms: Sequence[str], version: int) -> dict[str, int]:
+    """Add terms with df 0 and return their ids."""
+    return {
+        str(row[1]): int(row[0])
+        for row in conn.executemany(
+            "INSERT INTO lex_terms (term, df, version) VALUES (?, 0, ?) RETURNING term_id, term",
+            [(term, version) for term in terms],
+        )
+    }
+
+
+def add_dfs(conn: apsw.Connection, deltas: Sequence[tuple[int, int]], version: int) -> None:
+    """Raise document frequencies: ``(term_id, positive delta)`` pairs."""
+    conn.executemany(
+        "UPDATE lex_terms SET df = df + ?, version = ? WHERE term_id = ?",
+        [(delta, version, term_id) for term_id, delta in deltas],
+    )
+
+
 def change_df(conn: apsw.Connection, term_id: int, delta: int, version: int) -> int:
     """Adjust a term's document frequency; delete the term when it reaches 0."""
     row = fetch_one(
@@ -107,6 +126,62 @@ def last_block(conn: apsw.Connection, term_id: int) -> BlockRow | None:
     )
 
 
+def last_blocks(conn: apsw.Connection, term_ids: Sequence[int]) -> dict[int, BlockRow]:
+    """The block with the largest keys of each of ``term_ids`` that has blocks."""
+    sql = (
+        "SELECT j.value, b.block_id, b.first_key, b.count, b.data FROM json_each(?) AS j "
+        "JOIN lex_blocks AS b ON b.block_id = (SELECT block_id FROM lex_blocks "
+        "WHERE term_id = j.value ORDER BY first_key DESC LIMIT 1)"
+    )
+    found: dict[int, BlockRow] = {}
+    for term_id, block_id, first_key, count, data in conn.execute(
+        sql, (json.dumps(list(term_ids)),)
+    ):
+        found[int(term_id)] = BlockRow(int(block_id), int(first_key), decode(data, int(count)))
+    return found
+
+
+BlockWrite = tuple[int | None, int, int, Postings]
+"""``(block_id or None for a new block, term_id, first_key, postings)``."""
+
+
+def write_blocks(conn: apsw.Connection, writes: Sequence[BlockWrite], version: int) -> None:
+    """Insert or overwrite many blocks."""
+    inserts, updates = [], []
+    for block_id, term_id, first_key, postings in writes:
+        values = _block_values(term_id, first_key, postings, version)
+        if block_id is None:
+            inserts.append(values)
+        else:
+            updates.append((*values, block_id))
+    if inserts:
+        conn.executemany(
+            "INSERT INTO lex_blocks (term_id, first_key, count, max_tf, min_length, version, data) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            inserts,
+        )
+    if updates:
+        conn.executemany(
+            "UPDATE lex_blocks SET term_id = ?, first_key = ?, count = ?, max_tf = ?, "
+            "min_length = ?, version = ?, data = ? WHERE block_id = ?",
+            updates,
+        )
+
+
+def _block_values(
+    term_id: int, first_key: int, postings: Postings, version: int
+) -> tuple[int, int, int, int, int, int, bytes]:
+    return (
+        term_id,
+        first_key,
+        len(postings),
+        int(postings.tfs.max()),
+        int(postings.lengths.min()),
+        version,
+        encode(postings),
+    )
+
+
 def block_for_key(conn: apsw.Connection, term_id: int, key: int) -> BlockRow | None:
     """The block that holds (or would hold) ``key``: the first block when ``key`` precedes all."""
     found = conn.execute(
@@ -131,27 +206,7 @@ def write_block(
     version: int,
 ) -> None:
     """Insert a block (``block_id`` None) or overwrite one."""
-    values = (
-        term_id,
-        first_key,
-        len(postings),
-        int(postings.tfs.max()),
-        int(postings.lengths.min()),
-        version,
-        encode(postings),
-    )
-    if block_id is None:
-        conn.execute(
-            "INSERT INTO lex_blocks (term_id, first_key, count, max_tf, min_length, version, data) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            values,
-        )
-    else:
-        conn.execute(
-            "UPDATE lex_blocks SET term_id = ?, first_key = ?, count = ?, max_tf = ?, "
-            "min_length = ?, version = ?, data = ? WHERE block_id = ?",
-            (*values, block_id),
-        )
+    write_blocks(conn, [(block_id, term_id, first_key, postings)], version)
 
 
 def delete_block(conn: apsw.Connection, block_id: int) -> None:
@@ -193,10 +248,17 @@ def get_doc(
     return int(row[0]), packed[:, 0].astype(np.int64), packed[:, 1].astype(np.int64)
 
 
-def put_doc(conn: apsw.Connection, key: int, length: int, pairs: Sequence[tuple[int, int]]) -> None:
-    """Record a document's length and ``(term_id, tf)`` pairs."""
-    data = np.asarray(pairs, dtype="<i8").reshape(-1, 2).tobytes()
-    conn.execute("INSERT INTO lex_docs (key, length, terms) VALUES (?, ?, ?)", (key, length, data))
+def put_docs(
+    conn: apsw.Connection, docs: Sequence[tuple[int, int, Sequence[tuple[int, int]]]]
+) -> None:
+    """Record documents: ``(key, length, [(term_id, tf), ...])``."""
+    conn.executemany(
+        "INSERT INTO lex_docs (key, length, terms) VALUES (?, ?, ?)",
+        [
+            (key, length, np.asarray(pairs, dtype="<i8").reshape(-1, 2).tobytes())
+            for key, length, pairs in docs
+        ],
+    )
 
 
 def delete_doc(conn: apsw.Connection, key: int) -> None:

@@ -60,6 +60,18 @@ def find(conn: apsw.Connection, memory_id: str) -> Existing | None:
     return Existing(row[0], row[1], row[2], row[3], row[4] is not None)
 
 
+def find_many(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, Existing]:
+    """Look up the rows holding any of ``ids``, forgotten or not."""
+    sql = (
+        "SELECT id, key, namespace, content, created_at, forgotten_at FROM memories "
+        "WHERE id IN (SELECT value FROM json_each(?))"
+    )
+    return {
+        row[0]: Existing(row[1], row[2], row[3], row[4], row[5] is not None)
+        for row in conn.execute(sql, (json.dumps(list(ids), ensure_ascii=False),))
+    }
+
+
 def _values(p: Prepared) -> tuple[Any, ...]:
     tags = json.dumps(list(p.tags), ensure_ascii=False)
     return (
@@ -79,6 +91,46 @@ def insert(conn: apsw.Connection, p: Prepared) -> int:
     key = int(row[0])
     _write_tags(conn, key, p.tags)
     return key
+
+
+def insert_many(conn: apsw.Connection, batch: Sequence[Prepared]) -> list[int]:
+    """Insert new rows (ids known to be free and distinct) and their tags; return their keys."""
+    keys = [
+        int(row[0])
+        for row in conn.executemany(
+            f"INSERT INTO memories ({_WRITE_COLUMNS}) VALUES ({', '.join('?' * 16)}) RETURNING key",
+            [_values(p) for p in batch],
+        )
+    ]
+    tags = [(tag, key) for p, key in zip(batch, keys, strict=True) for tag in p.tags]
+    if tags:
+        conn.executemany("INSERT INTO memory_tags (tag, key) VALUES (?, ?)", tags)
+    return keys
+
+
+def from_prepared(p: Prepared) -> Memory:
+    """The :class:`Memory` a fresh insert of ``p`` stores, without reading it back."""
+    return Memory(
+        id=p.id,
+        namespace=p.namespace,
+        content=p.content,
+        metadata=decode_metadata(p.metadata_json),
+        tags=p.tags,
+        tier=Tier(p.tier),
+        level=Level(p.level),
+        agent=p.agent,
+        session_id=p.session_id,
+        created_at=from_micros(p.created_at),
+        updated_at=from_micros(p.updated_at),
+        valid_from=from_micros(p.valid_from),
+        valid_to=optional_from_micros(p.valid_to),
+        expires_at=optional_from_micros(p.expires_at),
+        superseded_by=None,
+        confidence=p.confidence,
+        access_count=0,
+        last_accessed_at=None,
+        fingerprint=p.fingerprint,
+    )
 
 
 def replace(conn: apsw.Connection, key: int, p: Prepared, created_at: int) -> None:
