@@ -22,6 +22,38 @@ from embedmind.filters import TYPE_ERROR_FUNCTION, raise_type_error
 
 Synchronous = Literal["FULL", "NORMAL"]
 MEMORY_PATH = ":memory:"
+FORK_MESSAGE = (
+    "store {path!r} was opened before fork(); SQLite connections cannot cross fork(), "
+    "so open the store in the child only (or use the 'spawn' start method)"
+)
+_open_by: dict[str, list[int]] = {}
+"""Processes that hold each store path open; a forked child inherits this map."""
+_open_guard = threading.Lock()
+
+
+def claim_path(path: str) -> None:
+    """Record that this process opens ``path``; refuse when an ancestor holds it open.
+
+    Raises:
+        StorageError: When a process this one was forked from had ``path`` open.
+    """
+    path = os.path.realpath(path)  # one file, however it is named
+    with _open_guard:
+        holders = _open_by.setdefault(path, [])
+        if any(pid != os.getpid() for pid in holders):
+            raise StorageError(FORK_MESSAGE.format(path=path))
+        holders.append(os.getpid())
+
+
+def release_path(path: str) -> None:
+    """Undo one :func:`claim_path` of this process."""
+    path = os.path.realpath(path)
+    with _open_guard:
+        holders = _open_by.get(path, [])
+        if os.getpid() in holders:
+            holders.remove(os.getpid())
+
+
 PAGE_SIZE = 8192
 
 
@@ -75,12 +107,11 @@ class ConnectionManager:
         self._guard = threading.RLock()
         self._shared: apsw.Connection | None = None
         self._closed = False
-        # Connections inherited through fork() are kept referenced, never used
-        # or closed, so garbage collection cannot touch the parent's files.
-        self._abandoned: list[apsw.Connection] = []
         if path == MEMORY_PATH:
             self._shared = open_connection(path, synchronous, busy_ms)
             self._all.append(self._shared)
+        else:
+            claim_path(path)
 
     @property
     def is_memory(self) -> bool:
@@ -88,15 +119,11 @@ class ConnectionManager:
         return self._shared is not None
 
     def _after_fork(self) -> None:
-        if self._shared is not None:
-            raise StorageError(
-                "an in-memory store cannot be used after fork(); open a new one in the child"
-            )
-        with self._guard:
-            self._abandoned.extend(self._all)
-            self._all = []
-            self._local = threading.local()
-            self._pid = os.getpid()
+        # SQLite keeps per-file lock and shared-memory state per process; a
+        # forked child inherits the parent's copy, so even a brand-new
+        # connection in the child would share it without holding a lock of its
+        # own, and its commits could vanish when the parent closes. Refuse.
+        raise StorageError(FORK_MESSAGE.format(path=self.path))
 
     @contextmanager
     def connection(self) -> Iterator[apsw.Connection]:
@@ -124,7 +151,9 @@ class ConnectionManager:
                 return
             self._closed = True
             if os.getpid() != self._pid:
-                return
+                return  # never touch the parent's connections from a forked child
+            if self._shared is None:
+                release_path(self.path)
             for conn in self._all:
                 with suppress(apsw.Error):  # close is best effort
                     conn.close()

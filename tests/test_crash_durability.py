@@ -1,0 +1,229 @@
+"""kill -9 a writer at random moments: every acknowledged write survives, nothing is partial.
+
+A child process (``tests/tooling/crash_writer.py``) loops remember /
+remember_many / forget on a store file and prints ``ACK ...`` after each call
+returns. The parent SIGKILLs it at a seeded random moment, then a fresh
+process dumps the store; the parent checks the dump against a model built from
+the acknowledgements. The same file is reused by every trial, so a store
+killed over and over must keep recovering.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOL = ROOT / "tests" / "tooling" / "crash_writer.py"
+SEED = int(os.environ.get("EMBEDMIND_CRASH_SEED", "20240917"))
+TRIALS = int(os.environ.get("EMBEDMIND_CRASH_TRIALS", "24"))
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONWARNINGS"] = "error"
+    return env
+
+
+@dataclass
+class Op:
+    kind: str  # remember | batch | forget
+    ids: list[str]
+    acked: bool = False
+    detail: list[str] = field(default_factory=list)
+
+
+def _parse(log: str) -> tuple[list[Op], bool]:
+    """Ops in order; a final line without its newline was never fully printed."""
+    lines = log.split("\n")[:-1]  # complete lines only
+    ready = bool(lines) and lines[0] == "READY"
+    ops: list[Op] = []
+    for line in lines[1:]:
+        word, kind, ids, *rest = line.split(" ")
+        if word == "BEGIN":
+            assert not ops or ops[-1].acked, f"BEGIN before the previous ACK: {line!r}"
+            ops.append(Op(kind, ids.split(",")))
+        else:
+            assert word == "ACK", line
+            assert ops, line
+            assert not ops[-1].acked, line
+            assert ops[-1].ids == ids.split(","), line
+            ops[-1].acked = True
+            ops[-1].detail = rest[0].split(",") if rest else []
+    return ops, ready
+
+
+def _dump(path: Path, workdir: Path, queries: list[str], trial: int) -> dict:
+    qfile, out = workdir / f"queries-{trial}.json", workdir / f"dump-{trial}.json"
+    qfile.write_text(json.dumps(queries))
+    proc = subprocess.run(  # a fresh process: nothing cached from the writer
+        [sys.executable, str(TOOL), "dump", str(path), str(qfile), str(out)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, f"trial {trial}: the killed store failed to open:\n{proc.stderr}"
+    assert proc.stderr == "", proc.stderr
+    return json.loads(out.read_text())
+
+
+def _trial(
+    trial: int, rng: random.Random, child: subprocess.Popen[bytes], log: Path, err: Path, go: Path
+) -> list[Op]:
+    """Let the writer go, SIGKILL it at a random moment, and parse what it acknowledged."""
+    go.touch()
+    deadline = time.monotonic() + 20
+    while not log.read_text().startswith("READY\n"):
+        assert child.poll() is None, f"trial {trial}: child died: {err.read_text()}"
+        assert time.monotonic() < deadline, f"trial {trial}: child never got READY"
+        time.sleep(0.002)
+    time.sleep(rng.uniform(0.02, 0.3))
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL, (
+        f"trial {trial}: the child ended on its own ({child.returncode}): {err.read_text()}"
+    )
+    ops, ready = _parse(log.read_text())
+    assert ready
+    return ops
+
+
+@pytest.mark.timeout(60)
+def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    rng = random.Random(SEED)
+    store = tmp_path / "crash.mind"
+    # The model: id -> (sha, forgotten), for every memory the store must hold.
+    model: dict[str, tuple[str, bool]] = {}
+    acked_writes = lost = in_flight_seen = 0
+    started = time.monotonic()
+    seeds = [rng.randrange(2**32) for _ in range(TRIALS)]
+    spawned: list[subprocess.Popen[bytes]] = []
+
+    def start_writer(trial: int) -> tuple[subprocess.Popen[bytes], Path, Path, Path]:
+        # Started one trial ahead: it imports while the previous trial is checked,
+        # and opens the store only once its go-file appears.
+        log, err, go = (tmp_path / f"{name}-{trial}" for name in ("out", "err", "go"))
+        with log.open("w") as out, err.open("w") as errf:
+            child = subprocess.Popen(
+                [sys.executable, str(TOOL), "write", str(store), str(seeds[trial]),
+                 f"t{trial:02d}", str(go)],
+                stdout=out, stderr=errf, env=_env(),
+            )  # fmt: skip
+        spawned.append(child)
+        return child, log, err, go
+
+    upcoming = start_writer(0)
+    try:
+        for trial in range(TRIALS):
+            ops = _trial(trial, rng, *upcoming)
+            if trial + 1 < TRIALS:
+                upcoming = start_writer(trial + 1)
+
+            # Apply acknowledged ops to the model; at most the last op is in flight.
+            pending: Op | None = None
+            for op in ops:
+                if not op.acked:
+                    pending = op
+                    continue
+                acked_writes += 1
+                if op.kind == "forget":
+                    assert op.ids[0] in model, op
+                    assert not model[op.ids[0]][1], op
+                    assert op.detail == ["True"], f"forget of a live memory returned {op.detail}"
+                    model[op.ids[0]] = (model[op.ids[0]][0], True)
+                else:
+                    for memory_id, digest in zip(op.ids, op.detail, strict=True):
+                        model[memory_id] = (digest, False)
+
+            trial_ids = [i for op in ops if op.acked and op.kind != "forget" for i in op.ids]
+            sample = trial_ids[-40:] + rng.sample(sorted(model), min(40, len(model)))
+            if pending is not None:
+                sample += pending.ids
+            sample = sorted(set(sample))
+            dump = _dump(store, tmp_path, sample, trial)
+            mems: dict[str, dict] = dump["memories"]
+
+            failures: list[str] = []
+            assert dump["integrity"] == ["ok"], dump["integrity"]
+            assert dump["duplicates"] == []
+            for memory_id, (digest, forgotten) in model.items():
+                got = mems.get(memory_id)
+                if got is None or got["sha"] != digest:
+                    lost += 1
+                    failures.append(f"acknowledged {memory_id} lost or changed: {got}")
+                elif got["forgotten"] != forgotten and not (
+                    pending is not None and pending.kind == "forget" and pending.ids == [memory_id]
+                ):
+                    lost += 1
+                    failures.append(f"{memory_id}: forgotten={got['forgotten']}, want {forgotten}")
+            # Only the op in flight may have left anything the model does not know.
+            unknown = set(mems) - set(model)
+            if pending is not None and pending.kind != "forget":
+                present = [i for i in pending.ids if i in mems]
+                assert present in ([], pending.ids), (
+                    f"trial {trial}: unacknowledged {pending.kind} partially applied: "
+                    f"{len(present)} of {len(pending.ids)}"
+                )
+                unknown -= set(pending.ids)
+                if present:
+                    in_flight_seen += 1
+                    for i in present:
+                        model[i] = (mems[i]["sha"], mems[i]["forgotten"])
+            elif pending is not None and pending.kind == "forget":
+                memory_id = pending.ids[0]
+                in_flight_seen += mems[memory_id]["forgotten"]
+                model[memory_id] = (model[memory_id][0], mems[memory_id]["forgotten"])
+            assert not unknown, f"trial {trial}: memories nobody wrote: {sorted(unknown)[:5]}"
+            assert failures == [], f"trial {trial} (seed {SEED}):\n" + "\n".join(failures[:20])
+
+            # Whole batches only, even among memories the model learned from the store.
+            sizes: dict[str, list[int]] = {}
+            for m in mems.values():
+                assert m["content_ok"], m
+                assert m["token_ok"], m
+                if m["metadata"]["kind"] == "batch":
+                    sizes.setdefault(m["metadata"]["batch"], []).append(m["metadata"]["size"])
+            for batch, found in sizes.items():
+                assert len(found) == found[0], f"batch {batch}: {len(found)} of {found[0]} present"
+
+            # Reads agree with the rows: get, stats and the lexical postings.
+            live = {i for i, (_, forgotten) in model.items() if not forgotten}
+            want = {"live": len(live), "forgotten": len(model) - len(live)}
+            assert dump["stats"] == {**want, "lexical_documents": len(live)}
+            for memory_id in sample:
+                want_get = model[memory_id][0] if memory_id in live else None
+                assert dump["get"][memory_id] == want_get, memory_id
+                hits = dump["recall"][memory_id]
+                if memory_id in live:
+                    assert hits == [memory_id], f"recall of {memory_id}'s token found {hits}"
+                else:
+                    assert hits == [], f"recall found {hits} for a forgotten/absent {memory_id}"
+    finally:
+        for child in spawned:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+
+    elapsed = time.monotonic() - started
+    summary = (
+        f"crash durability: trials={TRIALS} acknowledged_writes={acked_writes} lost={lost} "
+        f"in_flight_committed={in_flight_seen} memories={len(model)} seed={SEED} "
+        f"elapsed={elapsed:.1f}s"
+    )
+    print(summary)
+    request.node.user_properties.append(("crash_summary", summary))
+    assert lost == 0
+    assert TRIALS >= 20
+    assert acked_writes >= TRIALS, "the writers acknowledged too little to prove anything"

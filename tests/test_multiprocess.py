@@ -1,0 +1,222 @@
+"""Several processes on one store file: fair writers, whole snapshots, busy errors, fork()."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import embedmind
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOL = ROOT / "tests" / "tooling" / "mp_workers.py"
+DURATION = 5.0
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONWARNINGS"] = "error"
+    return env
+
+
+def _spawn(tmp_path: Path, name: str, *args: object) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    out, err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
+    with out.open("w") as o, err.open("w") as e:
+        proc = subprocess.Popen(
+            [sys.executable, str(TOOL), *map(str, args)], stdout=o, stderr=e, env=_env()
+        )
+    return proc, out, err
+
+
+def _finish(proc: subprocess.Popen[bytes], out: Path, err: Path, timeout: float) -> str:
+    try:
+        proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, f"{out.stem} exited {proc.returncode}:\n{err.read_text()}"
+    assert err.read_text() == "", err.read_text()
+    return out.read_text()
+
+
+@pytest.mark.timeout(60)
+def test_two_writers_and_a_reader(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    path = tmp_path / "shared.mind"
+    start = time.time() + 2.0  # every process imported and opened by then
+    acks = [tmp_path / "w0.acks", tmp_path / "w1.acks"]
+    # All three open (and so create and migrate) the file at the same moment.
+    writers = [
+        _spawn(tmp_path, f"w{n}", "writer", path, n, start, DURATION, acks[n]) for n in (0, 1)
+    ]
+    reader = _spawn(tmp_path, "reader", "reader", path, start, DURATION, *acks)
+    summaries = [json.loads(_finish(*w, timeout=40)) for w in writers]
+    checks = json.loads(_finish(*reader, timeout=40))
+
+    commits = [s["commits"] for s in summaries]
+    acked = [[line.split(",") for line in a.read_text().splitlines()] for a in acks]
+    assert [len(a) for a in acked] == commits
+    total = sum(commits)
+    shares = [c / total for c in commits]
+    summary = f"writers: commits={commits} shares={[round(s, 3) for s in shares]} reader={checks}"
+    print(summary)
+    request.node.user_properties.append(("multiprocess_summary", summary))
+    assert total >= 100, f"too few commits to judge fairness: {commits}"
+    assert min(shares) >= 0.25, f"a writer starved: {summary}"
+    assert checks["iterations"] >= 5, checks
+    assert checks["scans"] >= 1, checks
+    assert checks["acked_checked"] > 0, checks
+
+    with embedmind.Store.open(path) as store:
+        everything = list(store.iter(include_forgotten=True))
+        ids = [m.id for m in everything]
+        assert len(ids) == len(set(ids)), "duplicate rows"
+        assert len(ids) == 3 * total
+        wanted = {i for a in acked for batch in a for i in batch}
+        assert set(ids) == wanted, "lost or phantom writes"
+        assert store.stats().live == 3 * total
+        for m in everything:
+            assert not m.forgotten
+            assert m.metadata["batch"] == m.id.rsplit("-", 1)[0]
+            assert f"tag_{m.metadata['batch']}" in m.content.split()
+        for a in acked:  # the last batch of each writer is readable through recall
+            tag = a[-1][0].rsplit("-", 1)[0]
+            hits = store.recall(f"tag_{tag}", mode="text").hits
+            assert sorted(h.memory.id for h in hits) == sorted(a[-1])
+
+
+@pytest.mark.timeout(60)
+def test_writer_blocked_past_busy_timeout_gets_store_busy(tmp_path: Path) -> None:
+    path, release = tmp_path / "busy.mind", tmp_path / "release"
+    holder, out, err = _spawn(tmp_path, "holder", "holder", path, release)
+    try:
+        deadline = time.monotonic() + 20
+        while "HOLDING" not in out.read_text():
+            assert holder.poll() is None, err.read_text()
+            assert time.monotonic() < deadline, "holder never took the lock"
+            time.sleep(0.01)
+        with embedmind.Store.open(path, busy_timeout=0.5) as store:
+            began = time.monotonic()
+            with pytest.raises(embedmind.StoreBusyError) as info:
+                store.remember("must not be written", id="blocked")
+            waited = time.monotonic() - began
+            assert 0.45 <= waited <= 2.0, waited
+            assert info.value.waited >= 0.45
+            assert isinstance(info.value, embedmind.StorageError | TimeoutError)
+            # Readers are not blocked by a held writer lock.
+            began = time.monotonic()
+            assert store.get("blocked") is None
+            assert time.monotonic() - began < 0.4
+            release.touch()
+            assert "RELEASED" in _finish(holder, out, err, timeout=20)
+            assert store.get("blocked") is None
+            assert store.stats().live == 0
+            # Once the lock is free the same store writes normally.
+            store.remember("written after release", id="after")
+            assert store.get("after") is not None
+    finally:
+        release.touch()
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    with embedmind.Store.open(path) as store:
+        assert [m.id for m in store.iter(include_forgotten=True)] == ["after"]
+
+
+def _fork(body: Callable[[], None], log: Path) -> int:
+    """Run ``body`` in a forked child that never returns into pytest; return its pid.
+
+    The child exits 0 when ``body`` returns, 3 on an embedmind error (a clear
+    refusal) and 4 on anything else, writing the traceback to ``log``.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid != 0:
+        return pid
+    code = 90
+    try:
+        body()
+        code = 0
+    except embedmind.EmbedmindError:
+        log.write_text(traceback.format_exc())
+        code = 3
+    except BaseException:
+        log.write_text(traceback.format_exc())
+        code = 4
+    finally:
+        os._exit(code)
+
+
+def _reap(pid: int, log: Path) -> tuple[int, str]:
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), log.read_text() if log.exists() else ""
+
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+
+
+@pytest.mark.timeout(60)
+@needs_fork
+def test_forked_child_is_refused_and_the_parent_is_unaffected(tmp_path: Path) -> None:
+    # SQLite keeps per-file lock state per process and a forked child inherits
+    # the parent's copy: a child using the store (even through a brand-new
+    # connection) could lose acknowledged commits once the parent closes. The
+    # engine refuses with a clear error instead.
+    path, log = tmp_path / "fork.mind", tmp_path / "child.log"
+    store = embedmind.Store.open(path, embedder=None)
+    try:
+        store.remember("parent wrote this before the fork parentmark", id="p1")
+
+        def child() -> None:
+            for attempt in (
+                lambda: store.get("p1"),
+                lambda: store.remember("child write", id="c1"),
+                lambda: embedmind.Store.open(path, embedder=None),
+                lambda: embedmind.Store.open(os.path.relpath(path), embedder=None),
+            ):
+                try:
+                    attempt()
+                except embedmind.StorageError as e:
+                    assert "fork()" in str(e), e
+                else:
+                    raise AssertionError("a forked child used the parent's store")
+            store.close()  # closing in the child must not touch the parent's files
+
+        pid = _fork(child, log)
+        for i in range(40):
+            store.remember(f"parent burst {i}", id=f"p-{i}")
+        code, trace = _reap(pid, log)
+        assert code == 0, f"child exited {code}:\n{trace}"
+        assert store.get("c1") is None
+        store.remember("parent again after the fork", id="p2")
+        assert store.stats().live == 42
+    finally:
+        store.close()
+    with embedmind.Store.open(path, embedder=None) as fresh:
+        assert len(list(fresh.iter())) == 42
+
+
+@pytest.mark.timeout(60)
+@needs_fork
+def test_child_forked_before_open_works(tmp_path: Path) -> None:
+    path, log = tmp_path / "fork.mind", tmp_path / "child.log"
+    with embedmind.Store.open(path, embedder=None) as store:
+        store.remember("opened and closed before the fork", id="p0")
+
+    def child() -> None:
+        with embedmind.Store.open(path, embedder=None) as own:
+            own.remember("the child wrote this forkchild", id="c1")
+
+    code, trace = _reap(_fork(child, log), log)
+    assert code == 0, f"child exited {code}:\n{trace}"
+    with embedmind.Store.open(path, embedder=None) as fresh:
+        assert sorted(m.id for m in fresh.iter()) == ["c1", "p0"]

@@ -1,0 +1,177 @@
+"""Worker processes for the multi-process tests.
+
+``mp_workers.py writer STORE N START DURATION ACKFILE``
+    Writer ``N`` waits until the wall-clock instant ``START``, then for
+    ``DURATION`` seconds writes batches of 3 memories in one ``remember_many``
+    transaction each. After each call returns it appends the batch's ids as one
+    line to ``ACKFILE`` (flushed). At the end it prints a JSON summary.
+
+``mp_workers.py reader STORE START DURATION ACKFILE...``
+    Loops until the end of the run checking that it only ever sees whole
+    batches and that every batch acknowledged before a read started is visible
+    to it. Raises (exit 1) on the first violation; prints a JSON summary.
+
+``mp_workers.py holder STORE RELEASEFILE``
+    Enters the store's write transaction (internal ``store._db.write()``),
+    prints ``HOLDING`` and keeps the writer lock until ``RELEASEFILE`` exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import sys
+import time
+
+import embedmind
+
+BATCH = 3
+BUCKETS = 32
+MAX_SECONDS = 30.0
+
+
+def batch_tag(writer: int, seq: int) -> str:
+    """The tag every memory of one batch carries."""
+    return f"w{writer}_{seq}"
+
+
+def _wait_until(start: float) -> None:
+    delay = start - time.time()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def _check_memory(m: embedmind.Memory) -> None:
+    meta = m.metadata
+    assert hashlib.sha256(m.content.encode()).hexdigest() == meta["csha"], m.id
+    assert m.id == f"{meta['batch']}-{meta['i']}", m.id
+
+
+def writer(path: str, n: int, start: float, duration: float, ack_path: str) -> None:
+    """Write 3-memory batches as fast as the lock allows."""
+    store = embedmind.Store.open(path)
+    _wait_until(start)
+    end = min(start + duration, time.time() + MAX_SECONDS)
+    commits = 0
+    with open(ack_path, "a", encoding="utf-8") as ack:
+        while time.time() < end:
+            tag = batch_tag(n, commits)
+            items = []
+            for i in range(BATCH):
+                content = (
+                    f"writer {n} batch {commits} item {i} ledger "
+                    f"bucket{commits % BUCKETS} tag_{tag}"
+                )
+                meta = {
+                    "batch": tag,
+                    "writer": n,
+                    "seq": commits,
+                    "i": i,
+                    "size": BATCH,
+                    "csha": hashlib.sha256(content.encode()).hexdigest(),
+                }
+                items.append({"id": f"{tag}-{i}", "content": content, "metadata": meta})
+            stored = store.remember_many(items, batch_size=BATCH)
+            assert [m.id for m in stored] == [d["id"] for d in items]
+            ack.write(",".join(d["id"] for d in items) + "\n")
+            ack.flush()
+            commits += 1
+    store.close()
+    print(json.dumps({"writer": n, "commits": commits, "pid": os.getpid()}))
+
+
+def _acked(ack_paths: list[str]) -> list[list[str]]:
+    batches = []
+    for p in ack_paths:
+        try:
+            with open(p, encoding="utf-8") as f:
+                text = f.read()
+        except FileNotFoundError:
+            continue
+        batches += [line.split(",") for line in text.split("\n")[:-1]]  # whole lines only
+    return batches
+
+
+def _whole(memories: list[embedmind.Memory], what: str) -> dict[str, int]:
+    groups: dict[str, int] = {}
+    for m in memories:
+        _check_memory(m)
+        groups[m.metadata["batch"]] = groups.get(m.metadata["batch"], 0) + 1
+    partial = {tag: count for tag, count in groups.items() if count != BATCH}
+    assert not partial, f"{what} saw partial batches: {partial}"
+    return groups
+
+
+def reader(path: str, start: float, duration: float, ack_paths: list[str]) -> None:
+    """Check snapshots are whole and acknowledged writes are visible."""
+    rng = random.Random(7)
+    store = embedmind.Store.open(path)
+    _wait_until(start)
+    end = min(start + duration, time.time() + MAX_SECONDS)
+    counts = {"iterations": 0, "acked_checked": 0, "recalls": 0, "scans": 0, "max_seen": 0}
+    while time.time() < end:
+        counts["iterations"] += 1
+        acked = _acked(ack_paths)  # read before the queries start
+        if acked:
+            # Acknowledged before this read began, so it must be visible.
+            chosen = acked[-4:] + rng.sample(acked, min(30, len(acked)))
+            wanted = list(dict.fromkeys(i for batch in chosen for i in batch))
+            found = store.get_many(wanted)
+            missing = set(wanted) - {m.id for m in found}
+            assert not missing, f"acknowledged but invisible: {sorted(missing)[:6]}"
+            _whole(found, "get_many")
+            counts["acked_checked"] += len(wanted)
+            latest = acked[-1][rng.randrange(BATCH)]
+            assert store.get(latest) is not None, f"acknowledged {latest} invisible to get"
+            tag = rng.choice(acked)[0].rsplit("-", 1)[0]
+            hits = store.recall(f"tag_{tag}", mode="text", k=10).hits
+            assert sorted(h.memory.id for h in hits) == [f"{tag}-{i}" for i in range(BATCH)]
+            counts["recalls"] += 1
+        # One read transaction over a slice of every writer's batches.
+        bucket = f"bucket{rng.randrange(BUCKETS)}"
+        hits = store.recall(bucket, mode="text", k=10_000).hits
+        _whole([h.memory for h in hits], f"recall({bucket!r})")
+        counts["recalls"] += 1
+        if counts["iterations"] % 8 == 1:
+            acked = _acked(ack_paths)
+            everything = list(store.iter())
+            groups = _whole(everything, "iter")
+            tags = {batch[0].rsplit("-", 1)[0] for batch in acked}
+            assert tags <= set(groups), f"iter missed acknowledged {sorted(tags - set(groups))[:5]}"
+            counts["scans"] += 1
+            counts["max_seen"] = max(counts["max_seen"], len(everything))
+    store.close()
+    print(json.dumps(counts))
+
+
+def holder(path: str, release_path: str) -> None:
+    """Hold the writer lock (inside an open write transaction) until released."""
+    store = embedmind.Store.open(path)
+    deadline = time.monotonic() + MAX_SECONDS
+    with store._db.write():
+        print("HOLDING", flush=True)
+        while not os.path.exists(release_path) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    print("RELEASED", flush=True)
+    store.close()
+
+
+def main(argv: list[str]) -> int:
+    """Dispatch on the first argument."""
+    mode, args = (argv[0], argv[1:]) if argv else ("", [])
+    if mode == "writer" and len(args) == 5:
+        writer(args[0], int(args[1]), float(args[2]), float(args[3]), args[4])
+    elif mode == "reader" and len(args) >= 4:
+        reader(args[0], float(args[1]), float(args[2]), args[3:])
+    elif mode == "holder" and len(args) == 2:
+        holder(args[0], args[1])
+    else:
+        sys.stderr.write(__doc__ or "")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
