@@ -113,3 +113,32 @@ class SchemaVersionError(StorageError):
 
 class StoreClosedError(EmbedmindError, RuntimeError):
     """The store was used after :meth:`embedmind.Store.close`."""
+
+
+class EmbedderError(EmbedmindError, RuntimeError):
+    """The embedder failed or returned vectors that cannot be stored."""
+
+
+class EmbedderMismatchError(EmbedmindError, ValueError):
+    """The store's vectors come from another embedding model than the one given.
+
+    Attributes:
+        recorded: The model identity recorded in the store.
+        given: The identity of the embedder passed to ``Store.open``.
+    """
+
+    def __init__(self, path: str, recorded: dict[str, str], given: dict[str, str]) -> None:
+        super().__init__(
+            f"store {path!r} holds vectors from {_describe(recorded)}, but it was opened with "
+            f"{_describe(given)}; open it with that embedder, or run "
+            f"`embedmind reembed --store {path}` to re-embed every memory with the new one"
+        )
+        self.recorded = recorded
+        self.given = given
+
+
+def _describe(identity: dict[str, str]) -> str:
+    return (
+        f"{identity.get('model_id', '?')} ({identity.get('dims', '?')} dims, "
+        f"{identity.get('metric', '?')}, weights {identity.get('fingerprint', '?')[:12]})"
+    )

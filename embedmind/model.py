@@ -122,6 +122,7 @@ class Draft:
     ttl: _dt.timedelta | None = None
     expires_at: _dt.datetime | None = None
     confidence: float = 1.0
+    vector: Sequence[float] | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,8 @@ class Stats:
         by_tier: Live memories per tier.
         lexical_documents: Documents in the BM25 index.
         lexical_terms: Terms in the BM25 dictionary.
+        vectors: Stored vectors (a long memory has one per chunk).
+        embedder: The embedding model recorded in the store, if any.
         file_bytes: Size of the database file plus its WAL.
         schema_version: The store's schema version.
     """
@@ -244,5 +247,38 @@ class Stats:
     by_tier: Mapping[str, int]
     lexical_documents: int
     lexical_terms: int
+    vectors: int
+    embedder: str | None
     file_bytes: int
     schema_version: int
+
+
+@dataclass(frozen=True)
+class SimilarMemory:
+    """An existing memory close to one just written (a write-time hint).
+
+    Attributes:
+        id: The existing memory's id.
+        content: Its content, cut to 160 characters (an ellipsis marks a cut).
+        score: Cosine similarity to the new content.
+        created_at: When the existing memory was written.
+    """
+
+    id: str
+    content: str
+    score: float
+    created_at: _dt.datetime
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What :meth:`embedmind.Store.remember_detailed` returns.
+
+    Attributes:
+        memory: The stored memory (storing always happens).
+        similar: Near duplicates: same namespace, live, not superseded,
+            cosine >= 0.80, best first, at most 5.
+    """
+
+    memory: Memory
+    similar: tuple[SimilarMemory, ...]

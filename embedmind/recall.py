@@ -1,44 +1,52 @@
 """Recall: run the channels under one visibility condition, fuse, and build hits.
 
-The lexical channel scores every document that contains a query term, then
-walks them best-first and keeps those the :class:`Selection` admits — checking
-candidates in growing batches by key, and switching to the full set of admitted
-keys once many candidates have failed. Either way it stops only when ``k``
-admitted documents are found or the candidates run out, so a selective filter
-never makes it return fewer than ``k`` hits while ``k`` exist.
+Both channels see the same compiled :class:`Selection`, so a memory is a
+candidate in one exactly when it may be in the other. Hybrid recall fuses the
+channels with RRF (k = 60, a union); ``recency`` adds the candidates ordered
+by ``created_at`` as a third list, which can only break ties among memories
+the content channels found; ``rerank_alpha`` reranks the lexical list by
+vector similarity in one of the episodic seed's three modes. A missing
+channel (no embedder, no vectors) degrades to the other and says so.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
 import numpy as np
+import numpy.typing as npt
 
 from embedmind.fusion import rrf
-from embedmind.lexical import maxscore
-from embedmind.lexical.index import LexicalIndex, Scored, best_first, query_terms
+from embedmind.lexical.channel import text_channel
+from embedmind.lexical.index import LexicalIndex
 from embedmind.model import ChannelScore, Hit, Memory, Mode, Recall
+from embedmind.rerank import rerank
 from embedmind.storage import records
+from embedmind.vectors import search
+from embedmind.vectors.hnsw import VectorIndex
 
-TEXT = "text"
-VECTOR = "vector"
-_FIRST_BATCH = 64
-_MAXSCORE_SLACK = 16
-"""Extra candidates MaxScore keeps beyond ``k``, room for a few filtered-out hits."""
-_SWITCH_TO_FULL_SCAN = 8_192
-"""Candidates checked one batch at a time before fetching every admitted key at once."""
+TEXT, VECTOR, RECENCY = "text", "vector", "recency"
+HYBRID_DEPTH = 2
+"""Each channel contributes ``HYBRID_DEPTH * k`` candidates to the fusion."""
+RERANK_POOL = 4
+"""The lexical pool reranked by vector similarity, as a multiple of ``k``."""
 
 
 @dataclass(frozen=True)
-class Ranked:
-    """One channel's result: ``(key, raw score)`` best first."""
+class Request:
+    """One recall, validated."""
 
-    channel: str
-    items: list[tuple[int, float]]
+    query: str
+    k: int
+    mode: Mode
+    condition: tuple[str, list[Any]]
+    recency: bool = False
+    rerank_alpha: float | None = None
+    ef_search: int | None = None
 
 
 @dataclass
@@ -55,74 +63,96 @@ class Timer:
         self._started = now
 
 
-def text_channel(
+@dataclass(frozen=True)
+class Ranked:
+    """One channel's result: ``(key, raw score)`` best first."""
+
+    channel: str
+    items: list[tuple[int, float]]
+
+
+def execute(
     conn: apsw.Connection,
     lexical: LexicalIndex,
-    text: str,
-    condition: tuple[str, list[Any]],
-    k: int,
-) -> Ranked:
-    """The top ``k`` admitted documents by BM25.
+    vectors: VectorIndex | None,
+    query_vector: npt.NDArray[np.float32] | None,
+    request: Request,
+    timer: Timer,
+) -> Recall:
+    """Run ``request`` inside a read transaction on ``conn``."""
+    k, mode = request.k, request.mode
+    wants_vector = mode is not Mode.TEXT or request.rerank_alpha is not None
+    can_vector = vectors is not None and query_vector is not None
+    degraded: list[str] = []
+    if wants_vector and not can_vector:
+        degraded.append("vector channel unavailable: the store has no embedder; used text only")
+    ranked: list[Ranked] = []
+    hybrid = mode is Mode.HYBRID and can_vector
+    depth = k * (HYBRID_DEPTH if hybrid else 1)
+    if request.rerank_alpha is not None:
+        depth = k * RERANK_POOL
+    if mode is not Mode.VECTOR or not can_vector:
+        ranked.append(
+            Ranked(TEXT, text_channel(conn, lexical, request.query, request.condition, depth))
+        )
+        timer.lap(TEXT)
+    if can_vector and (mode is not Mode.TEXT) and request.rerank_alpha is None:
+        assert vectors is not None  # can_vector
+        assert query_vector is not None
+        found = search.nearest(
+            conn, vectors, query_vector, request.condition, depth, request.ef_search
+        )
+        ranked.append(Ranked(VECTOR, found))
+        timer.lap(VECTOR)
+        if not found and vectors is not None and not len(vectors):
+            degraded.append("no vectors stored yet: used text only")
+    if request.rerank_alpha is not None and can_vector:
+        assert vectors is not None  # can_vector
+        assert query_vector is not None
+        lexical_list = ranked[0].items
+        cosines = search.cosines_of(
+            conn, vectors.dims, query_vector, [key for key, _ in lexical_list]
+        )
+        fused = rerank(lexical_list, cosines, request.rerank_alpha, k)
+        ranked.append(Ranked(VECTOR, sorted(cosines.items(), key=lambda item: -item[1])))
+    else:
+        fused = fuse(conn, ranked, mode, k, request.recency)
+    timer.lap("fuse")
+    result = build(conn, fused, ranked, mode, tuple(degraded))
+    timer.lap("load")
+    return result
 
-    MaxScore first: its candidates are exact down to its bound θ, so when the
-    first ``k`` admitted candidates all score at least θ they are the answer.
-    Otherwise (a selective filter) every matching document is scored.
-    """
-    lists, avgdl = lexical.term_lists(conn, query_terms(text))
-    keys, scores, theta = maxscore.top(lists, avgdl, k + _MAXSCORE_SLACK)
-    found = admitted_best_first(conn, Scored(keys, scores), condition, k)
-    if theta == 0.0 or (len(found) == k and found[-1][1] >= theta):
-        return Ranked(TEXT, found)
-    keys, scores = maxscore.exhaustive(lists, avgdl)
-    return Ranked(TEXT, admitted_best_first(conn, Scored(keys, scores), condition, k))
 
-
-def admitted_best_first(
-    conn: apsw.Connection, scored: Scored, condition: tuple[str, list[Any]], k: int
+def fuse(
+    conn: apsw.Connection, ranked: list[Ranked], mode: Mode, k: int, recency: bool
 ) -> list[tuple[int, float]]:
-    """Walk ``scored`` best-first and keep the first ``k`` keys the condition admits."""
-    found: list[tuple[int, float]] = []
-    sql, params = condition
-    checked = 0
-    allowed: np.ndarray[Any, Any] | None = None
-    for positions in best_first(scored, max(_FIRST_BATCH, 4 * k)):
-        keys = scored.keys[positions]
-        if allowed is None and checked >= _SWITCH_TO_FULL_SCAN:
-            # Many candidates failed: the filter is selective, so fetch every
-            # admitted key once and finish with vectorised membership tests.
-            allowed = np.asarray(records.all_keys_passing(conn, sql, params), dtype=np.int64)
-        if allowed is not None:
-            mask = np.isin(keys, allowed)
-        else:
-            passing = records.keys_passing(conn, keys.tolist(), sql, params)
-            mask = np.fromiter((key in passing for key in keys.tolist()), bool, len(keys))
-            checked += len(keys)
-        for pos in positions[mask][: k - len(found)].tolist():
-            found.append((int(scored.keys[pos]), float(scored.scores[pos])))
-        if len(found) >= k:
-            break
-    return found
-
-
-def fuse(ranked: Sequence[Ranked], mode: Mode, k: int) -> list[tuple[int, float]]:
     """Combine channel results into ``(key, score)`` best first, at most ``k``.
 
-    A single channel asked for by name keeps its raw score; otherwise scores
-    are RRF scores.
+    A single channel (asked for by mode) keeps its raw score; otherwise the
+    score is the RRF score.
     """
+    if recency:
+        ranked.append(Ranked(RECENCY, _by_recency(conn, ranked)))
     if mode is not Mode.HYBRID and len(ranked) == 1:
         return ranked[0].items[:k]
-    fused = rrf([[key for key, _ in r.items] for r in ranked])
-    return fused[:k]
+    return rrf([[key for key, _ in r.items] for r in ranked])[:k]
 
 
-def build_recall(
+def _by_recency(conn: apsw.Connection, ranked: Sequence[Ranked]) -> list[tuple[int, float]]:
+    # The union of what the content channels found, newest first: recency can
+    # reorder these candidates but never introduce one.
+    union = list(dict.fromkeys(key for r in ranked for key, _ in r.items))
+    memories = records.select_by_keys(conn, union)
+    stamps = {key: memories[key].created_at.timestamp() for key in union if key in memories}
+    return sorted(stamps.items(), key=lambda item: (-item[1], item[0]))
+
+
+def build(
     conn: apsw.Connection,
     fused: list[tuple[int, float]],
     ranked: Sequence[Ranked],
     mode: Mode,
     degraded: tuple[str, ...],
-    timings: Mapping[str, float] | None,
 ) -> Recall:
     """Load the memories of the fused keys and assemble the :class:`Recall`."""
     memories: dict[int, Memory] = records.select_by_keys(conn, [key for key, _ in fused])
@@ -136,4 +166,12 @@ def build_recall(
             name: ChannelScore(*found[key]) for name, found in positions.items() if key in found
         }
         hits.append(Hit(memories[key], score, rank, channels))
-    return Recall(tuple(hits), mode, tuple(r.channel for r in ranked), degraded, timings)
+    return Recall(tuple(hits), mode, tuple(r.channel for r in ranked), degraded, None)
+
+
+QueryEmbedder = Callable[[str], npt.NDArray[np.float32]]
+
+
+def with_timings(result: Recall, timings: Mapping[str, float]) -> Recall:
+    """The same result, carrying per-phase timings."""
+    return Recall(result.hits, result.mode, result.channels, result.degraded, dict(timings))

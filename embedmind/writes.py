@@ -18,12 +18,26 @@ from embedmind.errors import ConflictError
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Memory
 from embedmind.storage import records
+from embedmind.storage import vectors as vector_rows
+from embedmind.vectors.embedding import Embedded
 
 
 def apply_batch(
-    conn: apsw.Connection, lexical: LexicalIndex, batch: Sequence[Prepared]
+    conn: apsw.Connection,
+    lexical: LexicalIndex,
+    batch: Sequence[Prepared],
+    embedded: Sequence[Embedded | None],
 ) -> list[Memory]:
-    """Write ``batch`` inside the caller's write transaction and return the stored memories.
+    """Write ``batch`` (and its vectors) inside the caller's write transaction.
+
+    Args:
+        conn: A connection inside a write transaction.
+        lexical: The BM25 index.
+        batch: Validated records.
+        embedded: Per record, its vectors, or ``None`` for a text-only store.
+
+    Returns:
+        The stored memories, in order.
 
     Raises:
         ConflictError: When an id already names a memory in another namespace.
@@ -34,21 +48,29 @@ def apply_batch(
         # The common case, all new ids: bulk statements, no read-back.
         keys = records.insert_many(conn, batch)
         lexical.add(conn, [(key, p.content) for key, p in zip(keys, batch, strict=True)], version)
+        for key, vectors in zip(keys, embedded, strict=True):
+            if vectors is not None:
+                vector_rows.add(conn, key, vectors.spans, vectors.blobs())
         return [records.from_prepared(p) for p in batch]
-    return _apply_one_by_one(conn, lexical, batch, version)
+    return _apply_one_by_one(conn, lexical, batch, embedded, version)
 
 
 def _apply_one_by_one(
-    conn: apsw.Connection, lexical: LexicalIndex, batch: Sequence[Prepared], version: int
+    conn: apsw.Connection,
+    lexical: LexicalIndex,
+    batch: Sequence[Prepared],
+    embedded: Sequence[Embedded | None],
+    version: int,
 ) -> list[Memory]:
     keys: list[int] = []
     pending: dict[int, str] = {}
     stale: list[int] = []
-    for p in batch:
+    for p, vectors in zip(batch, embedded, strict=True):
         existing = records.find(conn, p.id)
         if existing is None:
             key = records.insert(conn, p)
             pending[key] = p.content
+            _replace_vectors(conn, key, vectors)
         else:
             if existing.namespace != p.namespace:
                 raise ConflictError(
@@ -61,12 +83,19 @@ def _apply_one_by_one(
             if existing.forgotten or existing.content != p.content or key in pending:
                 stale.append(key)
                 pending[key] = p.content
+                _replace_vectors(conn, key, vectors)
         keys.append(key)
     for key in stale:
         lexical.remove(conn, key, version)
     lexical.add(conn, list(pending.items()), version)
     stored = records.select_by_keys(conn, keys)
     return [stored[key] for key in keys]
+
+
+def _replace_vectors(conn: apsw.Connection, key: int, vectors: Embedded | None) -> None:
+    vector_rows.remove_memory(conn, key)
+    if vectors is not None:
+        vector_rows.add(conn, key, vectors.spans, vectors.blobs())
 
 
 def forget(conn: apsw.Connection, lexical: LexicalIndex, memory_id: str, now: int) -> bool:
@@ -77,6 +106,7 @@ def forget(conn: apsw.Connection, lexical: LexicalIndex, memory_id: str, now: in
     version = records.next_write_seq(conn)
     records.mark_forgotten(conn, existing.key, now)
     lexical.remove(conn, existing.key, version)
+    vector_rows.remove_memory(conn, existing.key)
     return True
 
 
@@ -87,5 +117,6 @@ def delete(conn: apsw.Connection, lexical: LexicalIndex, memory_id: str) -> bool
         return False
     version = records.next_write_seq(conn)
     lexical.remove(conn, existing.key, version)
+    vector_rows.remove_memory(conn, existing.key)
     records.delete(conn, existing.key)
     return True

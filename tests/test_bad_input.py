@@ -74,7 +74,9 @@ def _metadata_nested(depth: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("field", "kwargs"), BAD_REMEMBER)
-def test_remember_rejects_bad_input(store: embedmind.Store, field: str, kwargs: dict[str, Any]) -> None:
+def test_remember_rejects_bad_input(
+    store: embedmind.Store, field: str, kwargs: dict[str, Any]
+) -> None:
     args = {"content": "valid content", **kwargs}
     content = args.pop("content")
     with pytest.raises(embedmind.InvalidInputError) as info:

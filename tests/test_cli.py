@@ -18,7 +18,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def test_remember_recall_get_forget_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_remember_recall_get_forget_stats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = str(tmp_path / "cli.mind")
     code, out, _ = run(capsys, "--store", store, "--json", "remember", "Alice likes green tea",
                        "--id", "m1", "--metadata", '{"topic": "drinks"}', "--tag", "pref")  # fmt: skip
@@ -40,7 +42,9 @@ def test_remember_recall_get_forget_stats(tmp_path: Path, capsys: pytest.Capture
     assert code == EXIT_NOT_FOUND
 
 
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = str(tmp_path / "cli.mind")
     for argv in (
         ["remember", "x", "--metadata", "{not json"],
@@ -62,7 +66,9 @@ def test_conflict_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_demo_runs_as_a_console_script(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("embedmind")
-    result = subprocess.run([str(exe), "demo"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    result = subprocess.run(
+        [str(exe), "demo"], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert "beagle named Biscuit" in result.stdout
     assert "cello" in result.stdout

@@ -75,7 +75,7 @@ def test_two_writers_and_a_reader(tmp_path: Path, request: pytest.FixtureRequest
     assert checks["scans"] >= 1, checks
     assert checks["acked_checked"] > 0, checks
 
-    with embedmind.Store.open(path) as store:
+    with embedmind.Store.open(path, embedder=None) as store:
         everything = list(store.iter(include_forgotten=True))
         ids = [m.id for m in everything]
         assert len(ids) == len(set(ids)), "duplicate rows"
@@ -103,7 +103,7 @@ def test_writer_blocked_past_busy_timeout_gets_store_busy(tmp_path: Path) -> Non
             assert holder.poll() is None, err.read_text()
             assert time.monotonic() < deadline, "holder never took the lock"
             time.sleep(0.01)
-        with embedmind.Store.open(path, busy_timeout=0.5) as store:
+        with embedmind.Store.open(path, embedder=None, busy_timeout=0.5) as store:
             began = time.monotonic()
             with pytest.raises(embedmind.StoreBusyError) as info:
                 store.remember("must not be written", id="blocked")
@@ -127,7 +127,7 @@ def test_writer_blocked_past_busy_timeout_gets_store_busy(tmp_path: Path) -> Non
         if holder.poll() is None:
             holder.kill()
             holder.wait()
-    with embedmind.Store.open(path) as store:
+    with embedmind.Store.open(path, embedder=None) as store:
         assert [m.id for m in store.iter(include_forgotten=True)] == ["after"]
 
 

@@ -15,7 +15,7 @@ PUBLIC = [
 
 STORE_METHODS = [
     "close", "delete", "forget", "get", "get_many", "iter", "open", "recall", "remember",
-    "remember_many", "stats",
+    "remember_detailed", "remember_many", "stats",
 ]  # fmt: skip
 
 

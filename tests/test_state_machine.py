@@ -69,7 +69,9 @@ class StoreMachine(RuleBasedStateMachine):
         return memory_id
 
     @rule(memory_id=ids, content=contents, namespace=st.sampled_from(NAMESPACES), meta=metadata)
-    def remember_existing(self, memory_id: str, content: str, namespace: str, meta: dict[str, object]) -> None:
+    def remember_existing(
+        self, memory_id: str, content: str, namespace: str, meta: dict[str, object]
+    ) -> None:
         expected_ok = self.model.write(memory_id, namespace, content, meta)
         try:
             self.store.remember(content, id=memory_id, namespace=namespace, metadata=meta)
@@ -87,7 +89,9 @@ class StoreMachine(RuleBasedStateMachine):
         for content, namespace, bad in batch:
             self.counter += 1
             meta: dict[str, object] = {"x": float("nan")} if bad else {}
-            drafts.append(Draft(content, id=f"id-{self.counter}", namespace=namespace, metadata=meta))
+            drafts.append(
+                Draft(content, id=f"id-{self.counter}", namespace=namespace, metadata=meta)
+            )
         try:
             self.store.remember_many(drafts, batch_size=4)
         except embedmind.InvalidInputError:
@@ -129,7 +133,9 @@ class StoreMachine(RuleBasedStateMachine):
         for word in ("apple", "fox"):
             term = analyze(word)[0]
             expected = {
-                i for i, r in self.model.rows.items() if not r.forgotten and term in analyze(r.content)
+                i
+                for i, r in self.model.rows.items()
+                if not r.forgotten and term in analyze(r.content)
             }
             got = set(self.store.recall(word, mode="text", k=10_000).ids)
             assert got == expected

@@ -141,9 +141,8 @@ def _stats(store: Store, args: argparse.Namespace, out: Output) -> int:
     for namespace, count in stats.by_namespace.items():
         out(f"namespace   {namespace}: {count}")
     for agent, agent_stats in stats.by_agent.items():
-        out(
-            f"agent       {agent or '(unknown)'}: {agent_stats.live} in {len(agent_stats.sessions)} sessions"
-        )
+        sessions = len(agent_stats.sessions)
+        out(f"agent       {agent or '(unknown)'}: {agent_stats.live} in {sessions} sessions")
     return EXIT_OK
 
 
@@ -155,8 +154,11 @@ def _demo(store: Store, args: argparse.Namespace, out: Output) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the CLI reference docs)."""
     parser = argparse.ArgumentParser(prog="embedmind", description=__doc__.splitlines()[0])
-    parser.add_argument("--store", default=os.environ.get("EMBEDMIND_STORE", DEFAULT_STORE),
-                        help="store file (default: $EMBEDMIND_STORE or ./memories.mind)")  # fmt: skip
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("EMBEDMIND_STORE", DEFAULT_STORE),
+        help="store file (default: $EMBEDMIND_STORE or ./memories.mind)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
     commands = parser.add_subparsers(dest="command", required=True)
 

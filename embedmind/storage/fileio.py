@@ -7,7 +7,11 @@ through these few functions, so tests can inject faults in one place.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
+import tempfile
+from collections.abc import Callable
 from contextlib import suppress
 
 from embedmind.errors import StorageError
@@ -59,3 +63,82 @@ def file_size(path: str) -> int:
         return os.stat(path).st_size
     except FileNotFoundError:
         return 0
+
+
+def checksum_bytes(data: bytes | bytearray | memoryview) -> str:
+    """BLAKE2b-128 of ``data``, hex: the integrity check of index files."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def read_verified(path: str, size: int, checksum: str) -> bytes | None:
+    """Read ``path`` whole and return it only if its size and checksum match.
+
+    Anything unexpected — missing, a directory, a symlink, unreadable, the wrong
+    size or content — returns ``None``: the caller rebuilds instead of trusting it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size != size:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) != size or checksum_bytes(data) != checksum:
+        return None
+    return data
+
+
+def write_atomically(path: str, write: Callable[[str], None]) -> tuple[int, str]:
+    """Write a file through a temporary sibling, fsync it, rename it over ``path``.
+
+    Args:
+        path: The destination.
+        write: Called with the temporary path; it writes the content there.
+
+    Returns:
+        The size and checksum of what was written.
+
+    Raises:
+        StorageError: When any step fails; ``path`` is then left as it was.
+    """
+    directory = os.path.dirname(path) or "."
+    fd, temp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    os.close(fd)
+    try:
+        write(temp)
+        with open(temp, "rb") as handle:
+            data = handle.read()
+        fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.chmod(temp, PRIVATE_MODE)
+        os.replace(temp, path)
+        _fsync_directory(directory)
+    except OSError as e:
+        with suppress(OSError):
+            os.unlink(temp)
+        raise StorageError(f"cannot write {path!r}: {e}") from e
+    return len(data), checksum_bytes(data)
+
+
+def _fsync_directory(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_quietly(path: str) -> None:
+    """Delete ``path`` if it exists (a derived file that is about to be rebuilt)."""
+    with suppress(OSError):
+        os.unlink(path)

@@ -92,7 +92,34 @@ def m0001_initial(conn: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (m0001_initial,)
+def m0002_vectors(conn: apsw.Connection) -> None:
+    """Create the durable vectors, their change log and the index-file registry."""
+    conn.execute(
+        """
+        CREATE TABLE vectors (
+            vec_key INTEGER PRIMARY KEY AUTOINCREMENT,
+            key INTEGER NOT NULL,
+            start INTEGER NOT NULL,
+            end INTEGER NOT NULL,
+            data BLOB NOT NULL
+        ) STRICT;
+        CREATE INDEX vectors_by_memory ON vectors (key);
+        CREATE TABLE vector_log (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            vec_key INTEGER NOT NULL,
+            added INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE index_files (
+            name TEXT PRIMARY KEY,
+            seq INTEGER NOT NULL,
+            checksum TEXT NOT NULL,
+            size INTEGER NOT NULL
+        ) STRICT;
+        """
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (m0001_initial, m0002_vectors)
 LATEST = len(MIGRATIONS)
 
 

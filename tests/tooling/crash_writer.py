@@ -88,7 +88,7 @@ def write(path: str, seed: int, prefix: str, go: str | None = None) -> None:
         out.write(line + "\n")
         out.flush()
 
-    store = embedmind.Store.open(path)
+    store = embedmind.Store.open(path, embedder=None)
     live = [m.id for m in store.iter()]  # forget candidates, from earlier trials too
     say("READY")
     deadline = time.monotonic() + MAX_SECONDS
@@ -133,7 +133,7 @@ def dump(path: str, queries_path: str, out_path: str) -> None:
     with open(queries_path, encoding="utf-8") as f:
         queries: list[str] = json.load(f)
     result: dict[str, object] = {}
-    store = embedmind.Store.open(path)
+    store = embedmind.Store.open(path, embedder=None)
     memories = {}
     duplicates = []
     for m in store.iter(include_forgotten=True):

@@ -51,7 +51,7 @@ def _check_memory(m: embedmind.Memory) -> None:
 
 def writer(path: str, n: int, start: float, duration: float, ack_path: str) -> None:
     """Write 3-memory batches as fast as the lock allows."""
-    store = embedmind.Store.open(path)
+    store = embedmind.Store.open(path, embedder=None)
     _wait_until(start)
     end = min(start + duration, time.time() + MAX_SECONDS)
     commits = 0
@@ -107,7 +107,7 @@ def _whole(memories: list[embedmind.Memory], what: str) -> dict[str, int]:
 def reader(path: str, start: float, duration: float, ack_paths: list[str]) -> None:
     """Check snapshots are whole and acknowledged writes are visible."""
     rng = random.Random(7)
-    store = embedmind.Store.open(path)
+    store = embedmind.Store.open(path, embedder=None)
     _wait_until(start)
     end = min(start + duration, time.time() + MAX_SECONDS)
     counts = {"iterations": 0, "acked_checked": 0, "recalls": 0, "scans": 0, "max_seen": 0}
@@ -148,7 +148,7 @@ def reader(path: str, start: float, duration: float, ack_paths: list[str]) -> No
 
 def holder(path: str, release_path: str) -> None:
     """Hold the writer lock (inside an open write transaction) until released."""
-    store = embedmind.Store.open(path)
+    store = embedmind.Store.open(path, embedder=None)
     deadline = time.monotonic() + MAX_SECONDS
     with store._db.write():
         print("HOLDING", flush=True)

@@ -1,0 +1,210 @@
+"""SQL for durable vectors, their change log, the index-file registry and model identity.
+
+Vectors are authoritative here; the HNSW index files are caches rebuilt from
+them. Every vector added or removed appends ``(seq, vec_key, added)`` to
+``vector_log`` in the same transaction, so any process can bring its
+in-memory index up to date by replaying the log past the sequence it has
+applied. ``index_files`` records, per index file, the log sequence it
+reflects, its size and its checksum, written only after the file is safely
+in place.
+
+Blob format: little-endian float32, ``dims`` values, no header —
+``numpy.frombuffer(blob, dtype="<f4")`` reads it back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from embedmind.storage.connection import fetch_one
+
+IDENTITY_KEYS = ("model_id", "dims", "metric", "fingerprint")
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    """What the registry says about one index file."""
+
+    seq: int
+    checksum: str
+    size: int
+
+
+def read_identity(conn: apsw.Connection) -> dict[str, str]:
+    """The embedding model recorded in the store (empty for a store without one)."""
+    rows = conn.execute(
+        "SELECT key, value FROM meta WHERE key IN (SELECT value FROM json_each(?))",
+        (json.dumps([f"embedder.{k}" for k in IDENTITY_KEYS]),),
+    )
+    return {str(k).removeprefix("embedder."): str(v) for k, v in rows}
+
+
+def write_identity(conn: apsw.Connection, identity: dict[str, str]) -> None:
+    """Record the embedding model the store's vectors come from."""
+    conn.executemany(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+        [(f"embedder.{k}", identity[k]) for k in IDENTITY_KEYS],
+    )
+
+
+def add(
+    conn: apsw.Connection, key: int, spans: Sequence[tuple[int, int]], blobs: Sequence[bytes]
+) -> list[int]:
+    """Store a memory's vectors (one per span) and log them; return their vec_keys."""
+    vec_keys = [
+        int(row[0])
+        for row in conn.executemany(
+            "INSERT INTO vectors (key, start, end, data) VALUES (?, ?, ?, ?) RETURNING vec_key",
+            [(key, s, e, b) for (s, e), b in zip(spans, blobs, strict=True)],
+        )
+    ]
+    conn.executemany(
+        "INSERT INTO vector_log (vec_key, added) VALUES (?, 1)", [(v,) for v in vec_keys]
+    )
+    return vec_keys
+
+
+def remove_memory(conn: apsw.Connection, key: int) -> int:
+    """Drop a memory's vectors and log their removal; return how many there were."""
+    vec_keys = [
+        int(r[0]) for r in conn.execute("SELECT vec_key FROM vectors WHERE key = ?", (key,))
+    ]
+    if vec_keys:
+        conn.execute("DELETE FROM vectors WHERE key = ?", (key,))
+        conn.executemany(
+            "INSERT INTO vector_log (vec_key, added) VALUES (?, 0)", [(v,) for v in vec_keys]
+        )
+    return len(vec_keys)
+
+
+def last_seq(conn: apsw.Connection) -> int:
+    """The newest change-log sequence ever assigned (trimming never lowers it)."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def first_seq(conn: apsw.Connection) -> int | None:
+    """The oldest change-log sequence still kept (None when the log is empty)."""
+    row = fetch_one(conn, "SELECT min(seq) FROM vector_log")
+    return None if row[0] is None else int(row[0])
+
+
+def changes_since(conn: apsw.Connection, seq: int) -> list[tuple[int, int, int]]:
+    """``(seq, vec_key, added)`` after ``seq``, oldest first."""
+    return [
+        (int(a), int(b), int(c))
+        for a, b, c in conn.execute(
+            "SELECT seq, vec_key, added FROM vector_log WHERE seq > ? ORDER BY seq", (seq,)
+        )
+    ]
+
+
+def load(
+    conn: apsw.Connection, vec_keys: Sequence[int], dims: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """``(vec_keys, memory keys, vectors)`` of the given vec_keys that still exist."""
+    rows = conn.execute(
+        "SELECT vec_key, key, data FROM vectors WHERE vec_key IN (SELECT value FROM json_each(?))",
+        (json.dumps([int(v) for v in vec_keys]),),
+    ).fetchall()
+    return _arrays(rows, dims)
+
+
+def load_all(
+    conn: apsw.Connection, dims: int, after: int = 0, limit: int = 50_000
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """One page of every stored vector, in vec_key order, after ``after``."""
+    rows = conn.execute(
+        "SELECT vec_key, key, data FROM vectors WHERE vec_key > ? ORDER BY vec_key LIMIT ?",
+        (after, limit),
+    ).fetchall()
+    return _arrays(rows, dims)
+
+
+def of_memories(
+    conn: apsw.Connection, condition: str, params: Sequence[object], dims: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """Every vector of the memories matching ``condition`` (over ``memories m``)."""
+    rows = conn.execute(
+        f"SELECT v.vec_key, v.key, v.data FROM memories m JOIN vectors v ON v.key = m.key "
+        f"WHERE {condition}",
+        params,
+    ).fetchall()
+    return _arrays(rows, dims)
+
+
+def _arrays(
+    rows: Sequence[Sequence[object]], dims: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    vec_keys = np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows))  # type: ignore[call-overload]
+    keys = np.fromiter((int(r[1]) for r in rows), dtype=np.int64, count=len(rows))  # type: ignore[call-overload]
+    data = b"".join(r[2] for r in rows)  # type: ignore[misc]
+    vectors = np.frombuffer(data, dtype="<f4").astype(np.float32).reshape(len(rows), dims)
+    return vec_keys, keys, vectors
+
+
+def spans_of(conn: apsw.Connection, key: int) -> list[tuple[int, int]]:
+    """The ``[start, end)`` spans of a memory's vectors, in order."""
+    return [
+        (int(s), int(e))
+        for s, e in conn.execute(
+            "SELECT start, end FROM vectors WHERE key = ? ORDER BY start, vec_key", (key,)
+        )
+    ]
+
+
+def count(conn: apsw.Connection) -> int:
+    """Number of stored vectors."""
+    return int(fetch_one(conn, "SELECT count(*) FROM vectors")[0])
+
+
+def index_file(conn: apsw.Connection, name: str) -> IndexFile | None:
+    """The registry entry of an index file."""
+    row = conn.execute(
+        "SELECT seq, checksum, size FROM index_files WHERE name = ?", (name,)
+    ).fetchone()
+    return None if row is None else IndexFile(int(row[0]), str(row[1]), int(row[2]))
+
+
+def record_index_file(conn: apsw.Connection, name: str, entry: IndexFile) -> None:
+    """Register an index file that is safely in place."""
+    conn.execute(
+        "INSERT OR REPLACE INTO index_files (name, seq, checksum, size) VALUES (?, ?, ?, ?)",
+        (name, entry.seq, entry.checksum, entry.size),
+    )
+
+
+def trim_log(conn: apsw.Connection, up_to: int) -> None:
+    """Drop change-log entries an index file already reflects."""
+    conn.execute("DELETE FROM vector_log WHERE seq <= ?", (up_to,))
+
+
+def admitted_owners(
+    conn: apsw.Connection, vec_keys: Sequence[int], condition: str, params: Sequence[object]
+) -> dict[int, int]:
+    """Map each of ``vec_keys`` whose memory ``condition`` admits to that memory's key."""
+    sql = (
+        "SELECT v.vec_key, v.key FROM vectors v JOIN memories m ON m.key = v.key "
+        f"WHERE v.vec_key IN (SELECT value FROM json_each(?)) AND {condition}"
+    )
+    return {
+        int(a): int(b)
+        for a, b in conn.execute(sql, (json.dumps([int(v) for v in vec_keys]), *params))
+    }
+
+
+def of_keys(
+    conn: apsw.Connection, keys: Sequence[int], dims: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """Every vector of the given memories."""
+    rows = conn.execute(
+        "SELECT vec_key, key, data FROM vectors WHERE key IN (SELECT value FROM json_each(?))",
+        (json.dumps([int(k) for k in keys]),),
+    ).fetchall()
+    return _arrays(rows, dims)

@@ -1,0 +1,1 @@
+"""Vector recall: embedding on write, the derived HNSW index, and filtered search."""

@@ -1,0 +1,200 @@
+"""The HNSW index: a per-process usearch cache of the vectors stored in SQLite.
+
+The index is never trusted on its own word. Each process keeps an in-memory
+usearch index plus the change-log sequence it reflects, and before every
+search replays the log tail (so a write in another process is found on the
+next call). On first use it loads the index file only if the file's size and
+checksum match the registry in SQLite — read whole into memory and verified
+before usearch sees a byte, since a corrupt file can crash the loader — and
+otherwise rebuilds from the durable vectors. Saves go to a temporary file that
+is fsynced and renamed into place before the registry is updated, and never
+touch a memory-mapped index (usearch's ``view`` is not used at all).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import importlib
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from embedmind.storage import fileio
+from embedmind.storage import vectors as store
+
+if TYPE_CHECKING:
+    from usearch.index import Index
+
+logger = logging.getLogger(__name__)
+
+
+def _usearch_index() -> Any:
+    """Import usearch lazily (never at ``import embedmind``), onnxruntime first.
+
+    Measured here: importing onnxruntime 1.32 *after* usearch 2.26.6 crashes the
+    interpreter (SIGSEGV in onnxruntime's module init); the other order is fine.
+    """
+    with suppress(ImportError):
+        importlib.import_module("onnxruntime")
+    return importlib.import_module("usearch.index").Index
+
+INDEX_NAME = "memory-vectors"
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+_REBUILD_PAGE = 50_000
+
+
+def default_ef(size: int) -> int:
+    """Search breadth that keeps recall@10 high as the index grows."""
+    if size < 10_000:
+        return 64
+    if size < 200_000:
+        return 128
+    return 256
+
+
+class VectorIndex:
+    """One store's HNSW index in this process."""
+
+    def __init__(self, file_path: str | None, dims: int, dtype: str = "f16") -> None:
+        self.file_path = file_path
+        self.dims = dims
+        self.dtype = dtype
+        self._index: Index | None = None
+        self._applied = 0
+        self._lock = threading.RLock()
+        self.rebuilt = 0
+        """How many times this process rebuilt the index from SQLite (diagnostics)."""
+
+    def _new(self) -> Index:
+        index: Index = _usearch_index()(
+            ndim=self.dims,
+            metric="cos",
+            dtype=self.dtype,
+            connectivity=CONNECTIVITY,
+            expansion_add=EXPANSION_ADD,
+        )
+        return index
+
+    def __len__(self) -> int:
+        return 0 if self._index is None else len(self._index)
+
+    def sync(self, conn: apsw.Connection) -> None:
+        """Bring the in-memory index up to the committed state ``conn`` sees."""
+        with self._lock:
+            last = store.last_seq(conn)
+            if self._index is None:
+                self._open(conn)
+                return
+            if last == self._applied:
+                return
+            first = store.first_seq(conn)
+            if first is not None and first > self._applied + 1:
+                self._open(conn)  # the log was trimmed past what we applied
+                return
+            self._replay(conn, self._applied)
+
+    def _open(self, conn: apsw.Connection) -> None:
+        entry = store.index_file(conn, INDEX_NAME)
+        if self.file_path is not None and entry is not None:
+            data = fileio.read_verified(self.file_path, entry.size, entry.checksum)
+            if data is not None:
+                index = self._restore(data)
+                if index is not None:
+                    self._index, self._applied = index, entry.seq
+                    self._replay(conn, entry.seq)
+                    return
+            logger.warning("index file %s is missing, stale or corrupt: rebuilding", self.file_path)
+        self._rebuild(conn)
+
+    def _restore(self, data: bytes) -> Index | None:
+        try:
+            index: Index | None = _usearch_index().restore(data)
+        except Exception:  # any failure means "do not trust it"
+            return None
+        if index is None or index.ndim != self.dims or "cos" not in str(index.metric).lower():
+            return None
+        index.expansion_add = EXPANSION_ADD  # type: ignore[misc]  # restore() drops it
+        return index
+
+    def _rebuild(self, conn: apsw.Connection) -> None:
+        index = self._new()
+        applied = store.last_seq(conn)
+        after = 0
+        while True:
+            vec_keys, _, vectors = store.load_all(conn, self.dims, after, _REBUILD_PAGE)
+            if not len(vec_keys):
+                break
+            index.add(vec_keys.astype(np.uint64), vectors)
+            after = int(vec_keys[-1])
+        self._index, self._applied = index, applied
+        self.rebuilt += 1
+
+    def _replay(self, conn: apsw.Connection, since: int) -> None:
+        assert self._index is not None  # callers load the index first
+        final: dict[int, int] = {}
+        last = since
+        for seq, vec_key, added in store.changes_since(conn, since):
+            final[vec_key] = added
+            last = seq
+        removed = [k for k, added in final.items() if not added and k in self._index]
+        for key in removed:
+            self._index.remove(key)
+        wanted = [k for k, added in final.items() if added and k not in self._index]
+        if wanted:
+            vec_keys, _, vectors = store.load(conn, wanted, self.dims)
+            if len(vec_keys):
+                self._index.add(vec_keys.astype(np.uint64), vectors)
+        self._applied = max(last, store.last_seq(conn))
+
+    def search(
+        self, query: npt.NDArray[np.float32], count: int, ef: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The ``count`` nearest vectors: ``(vec_keys, cosine similarities)`` best first."""
+        with self._lock:
+            if self._index is None or not len(self._index):
+                return np.empty(0, np.int64), np.empty(0, np.float32)
+            self._index.expansion_search = max(ef, count)  # type: ignore[misc]
+            matches = self._index.search(query, min(count, len(self._index)))
+        keys = np.asarray(matches.keys, dtype=np.int64)
+        sims = (1.0 - np.asarray(matches.distances, dtype=np.float32)).astype(np.float32)
+        return keys, sims
+
+    def save(self, conn: apsw.Connection) -> bool:
+        """Write the index file and register it; the caller holds a write transaction.
+
+        Returns:
+            Whether a file was written (never for an in-memory store).
+        """
+        if self.file_path is None:
+            return False
+        with self._lock:
+            self.sync(conn)
+            index = self._index
+            if index is None:
+                return False
+            entry = store.index_file(conn, INDEX_NAME)
+            if entry is not None and entry.seq == self._applied:
+                return False
+            size, checksum = fileio.write_atomically(
+                self.file_path, lambda temp: _save(index, temp)
+            )
+            store.record_index_file(
+                conn, INDEX_NAME, store.IndexFile(self._applied, checksum, size)
+            )
+            store.trim_log(conn, self._applied)
+            return True
+
+    def unsaved(self, conn: apsw.Connection) -> int:
+        """How many log entries the registered file does not reflect yet."""
+        entry = store.index_file(conn, INDEX_NAME)
+        return store.last_seq(conn) - (0 if entry is None else entry.seq)
+
+
+def _save(index: Index, path: str) -> None:
+    index.save(path)
