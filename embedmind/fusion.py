@@ -19,19 +19,32 @@ RRF_K = 60
 T = TypeVar("T", bound=Hashable)
 
 
-def rrf(lists: Sequence[Sequence[T]], k: int = RRF_K) -> list[tuple[T, float]]:
-    """Fuse ranked lists; return ``(item, score)`` best first.
+def rrf(lists: Sequence[Sequence[tuple[T, float]]], k: int = RRF_K) -> list[tuple[T, float]]:
+    """Fuse ranked ``(item, score)`` lists (each best first); return ``(item, score)`` best first.
 
-    Ties keep the order in which items were first seen across the lists, so
-    the result is deterministic.
+    Items with equal scores in a list share its rank (competition ranking), so
+    a tie stays a tie and another list — recency, say — can break it. Fused
+    ties keep the order in which items were first seen, so the result is
+    deterministic.
 
     Example:
-        >>> [item for item, _ in rrf([["a", "b"], ["b", "c"]])]
+        >>> [item for item, _ in rrf([[("a", 2.0), ("b", 1.0)], [("b", 0.9), ("c", 0.5)]])]
         ['b', 'a', 'c']
     """
     scores: dict[T, float] = {}
     for ranked in lists:
-        for rank, item in enumerate(ranked, start=1):
+        for item, rank in tied_ranks(ranked):
             scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
     order = {item: i for i, item in enumerate(scores)}
     return sorted(scores.items(), key=lambda pair: (-pair[1], order[pair[0]]))
+
+
+def tied_ranks(ranked: Sequence[tuple[T, float]]) -> list[tuple[T, int]]:
+    """1-based ranks of a best-first list, equal scores sharing the better rank."""
+    out: list[tuple[T, int]] = []
+    rank, previous = 0, None
+    for position, (item, score) in enumerate(ranked, start=1):
+        if score != previous:
+            rank, previous = position, score
+        out.append((item, rank))
+    return out

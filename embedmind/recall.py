@@ -20,7 +20,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.fusion import rrf
+from embedmind.fusion import rrf, tied_ranks
 from embedmind.lexical.channel import text_channel
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import ChannelScore, Hit, Memory, Mode, Recall
@@ -135,7 +135,7 @@ def fuse(
         ranked.append(Ranked(RECENCY, _by_recency(conn, ranked)))
     if mode is not Mode.HYBRID and len(ranked) == 1:
         return ranked[0].items[:k]
-    return rrf([[key for key, _ in r.items] for r in ranked])[:k]
+    return rrf([r.items for r in ranked])[:k]
 
 
 def _by_recency(conn: apsw.Connection, ranked: Sequence[Ranked]) -> list[tuple[int, float]]:
@@ -156,9 +156,10 @@ def build(
 ) -> Recall:
     """Load the memories of the fused keys and assemble the :class:`Recall`."""
     memories: dict[int, Memory] = records.select_by_keys(conn, [key for key, _ in fused])
+    raw_scores = [dict(r.items) for r in ranked]
     positions = {
-        r.channel: {key: (rank, raw) for rank, (key, raw) in enumerate(r.items, start=1)}
-        for r in ranked
+        r.channel: {key: (rank, raw[key]) for key, rank in tied_ranks(r.items)}
+        for r, raw in zip(ranked, raw_scores, strict=True)
     }
     hits = []
     for rank, (key, score) in enumerate(fused, start=1):

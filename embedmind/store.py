@@ -420,6 +420,7 @@ class Store:
         recency: bool = False,
         rerank_alpha: float | None = None,
         ef_search: int | None = None,
+        vector: Sequence[float] | None = None,
         now: _dt.datetime | None = None,
         explain: bool = False,
     ) -> Recall:
@@ -445,6 +446,8 @@ class Store:
                 breaks near-ties (δ = 0.05) by cosine, ``< 1`` blends
                 ``α·bm25 + (1-α)·cosine``.
             ef_search: HNSW search breadth (default: scales with the index size).
+            vector: The query's embedding, when you computed it already (used
+                instead of embedding ``query``; ``query`` still feeds BM25).
             now: The instant expiry is evaluated at (default: the clock).
             explain: Add per-phase timings to the result.
 
@@ -473,8 +476,11 @@ class Store:
         )  # fmt: skip
         timer = recall.Timer()
         query_vector = None
+        if self._embedder is None and vector is not None:
+            raise InvalidInputError("vector", "the store was opened without an embedder")
         if self._embedder is not None and (wanted is not Mode.TEXT or rerank_alpha is not None):
-            query_vector = normalized(self._embedder.embed_query(query), self._embedder.dims)[0]
+            raw = self._embedder.embed_query(query) if vector is None else vector
+            query_vector = normalized(raw, self._embedder.dims)[0]
             timer.lap("embed")
         with self._db.read() as conn:
             result = recall.execute(

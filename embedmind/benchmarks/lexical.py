@@ -129,6 +129,7 @@ def _build(
     home = workdir / name
     home.mkdir(parents=True, exist_ok=True)
     bar = progress(f"build {name}", len(docs))
+    engine: LexicalEngine | None = None
     try:
         engine = ENGINES[name](home)
         result.settings = engine.settings
@@ -136,9 +137,12 @@ def _build(
         engine.build(docs, bar.update)
         result.build_seconds = time.perf_counter() - start
     except Exception as exc:  # one broken engine must not sink the others
+        if engine is not None:
+            engine.close()
         return None, EngineResult(name=name, status="failed", reason=repr(exc))
     finally:
         bar.close()
+    # Everything the engine left on disk, write-ahead logs included.
     result.index_bytes = _disk_bytes(home)
     return engine, result
 

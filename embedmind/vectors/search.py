@@ -3,9 +3,10 @@
 usearch has no filter predicate, so the search is planned per query: search
 the HNSW graph for a pool of nearest chunks, keep the ones whose memory the
 :class:`Selection` admits (one SQL query for the whole pool), and widen the
-pool (×4) until ``k`` memories survive. When the pool grows past
-:data:`EXACT_AFTER` chunks the filter is selective, so every admitted
-memory's vectors are scored exactly with numpy instead — a small set by then.
+pool — sized from the admitted fraction seen so far — until ``k`` memories
+survive with a margin. When the admitted set looks small (at most
+:data:`EXACT_ADMITTED` vectors) or the pool grows past :data:`EXACT_AFTER`,
+every admitted memory's vectors are scored exactly with numpy instead.
 A memory with several chunks counts once, under its best chunk.
 """
 
@@ -21,8 +22,10 @@ import numpy.typing as npt
 from embedmind.storage import vectors as store
 from embedmind.vectors.hnsw import VectorIndex, default_ef
 
-EXACT_AFTER = 4_096
+EXACT_AFTER = 16_384
 """Pool size past which the planner scores the admitted memories exactly."""
+EXACT_ADMITTED = 5_000
+"""Estimated admitted vectors at or below which exact scoring is cheaper than widening."""
 
 
 def nearest(
@@ -39,20 +42,21 @@ def nearest(
     if size == 0:
         return []
     breadth = ef if ef is not None else default_ef(size)
-    sql, params = condition
     pool = max(4 * k, 32)
     while True:
         vec_keys, sims = index.search(query, pool, breadth)
-        owners = store.admitted_owners(conn, vec_keys.tolist(), sql, params)
+        owners = store.admitted_owners(conn, vec_keys.tolist(), condition[0], condition[1])
         best = _best_per_memory(vec_keys, sims, owners)
-        if len(best) >= k:
+        admitted = len(owners) / max(1, len(vec_keys))
+        # Unfiltered, k suffice; filtered, ask for a margin so the k-th hit
+        # sits well inside the pool, where the graph search is reliable.
+        if len(best) >= k and (admitted == 1.0 or len(best) >= 2 * k):
             return best[:k]
-        if pool >= size or pool >= EXACT_AFTER:
-            # Too few admitted memories among the nearest: the filter is
-            # selective (or the graph is exhausted), so the admitted set is
-            # small — score all of it exactly rather than miss any.
+        if size * admitted <= EXACT_ADMITTED or pool >= size or pool >= EXACT_AFTER:
+            # Few admitted memories (or the graph is exhausted): score all of
+            # them exactly rather than miss any.
             return exact(conn, index.dims, query, condition, k)
-        pool *= 4
+        pool = min(size, max(pool * 4, int(4 * k / max(admitted, 1e-9))))
 
 
 def _best_per_memory(
