@@ -13,10 +13,9 @@ touch a memory-mapped index (usearch's ``view`` is not used at all).
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
-
-import importlib
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
