@@ -96,7 +96,7 @@ class VectorIndex:
             if last == self._applied:
                 return
             first = store.first_seq(conn)
-            if first is not None and first > self._applied + 1:
+            if first is None or first > self._applied + 1:
                 self._open(conn)  # the log was trimmed past what we applied
                 return
             self._replay(conn, self._applied)
