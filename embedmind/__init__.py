@@ -2,6 +2,8 @@
 
 from embedmind.errors import (
     ConflictError,
+    EmbedderError,
+    EmbedderMismatchError,
     EmbedmindError,
     FilterTypeError,
     InvalidFilterError,
@@ -21,9 +23,12 @@ from embedmind.model import (
     Memory,
     Mode,
     Recall,
+    Remembered,
+    SimilarMemory,
     Stats,
     Tier,
 )
+from embedmind.reembed import reembed
 from embedmind.store import Store
 
 __version__ = "0.1.0"
@@ -33,6 +38,8 @@ __all__ = [
     "ChannelScore",
     "ConflictError",
     "Draft",
+    "EmbedderError",
+    "EmbedderMismatchError",
     "EmbedmindError",
     "FilterTypeError",
     "Hit",
@@ -43,7 +50,9 @@ __all__ = [
     "Mode",
     "NotFoundError",
     "Recall",
+    "Remembered",
     "SchemaVersionError",
+    "SimilarMemory",
     "Stats",
     "StorageError",
     "Store",
@@ -51,4 +60,5 @@ __all__ = [
     "StoreClosedError",
     "Tier",
     "__version__",
+    "reembed",
 ]

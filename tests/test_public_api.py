@@ -7,10 +7,11 @@ import inspect
 import embedmind
 
 PUBLIC = [
-    "AgentStats", "ChannelScore", "ConflictError", "Draft", "EmbedmindError", "FilterTypeError",
-    "Hit", "InvalidFilterError", "InvalidInputError", "Level", "Memory", "Mode", "NotFoundError",
-    "Recall", "SchemaVersionError", "Stats", "StorageError", "Store", "StoreBusyError",
-    "StoreClosedError", "Tier", "__version__",
+    "AgentStats", "ChannelScore", "ConflictError", "Draft", "EmbedderError",
+    "EmbedderMismatchError", "EmbedmindError", "FilterTypeError", "Hit", "InvalidFilterError",
+    "InvalidInputError", "Level", "Memory", "Mode", "NotFoundError", "Recall", "Remembered",
+    "SchemaVersionError", "SimilarMemory", "Stats", "StorageError", "Store", "StoreBusyError",
+    "StoreClosedError", "Tier", "__version__", "reembed",
 ]  # fmt: skip
 
 STORE_METHODS = [

@@ -32,6 +32,7 @@ from embedmind.errors import (
     StorageError,
 )
 from embedmind.model import Memory
+from embedmind.reembed import reembed
 from embedmind.store import Store
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_CONFLICT, EXIT_STORAGE = 0, 1, 2, 3, 4
@@ -146,6 +147,12 @@ def _stats(store: Store, args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _reembed(store_path: str, args: argparse.Namespace, out: Output) -> int:
+    done = reembed(store_path, batch_size=args.batch_size, show_progress=not args.json)
+    out(json.dumps({"reembedded": done}) if args.json else f"re-embedded {done} memories")
+    return EXIT_OK
+
+
 def _demo(store: Store, args: argparse.Namespace, out: Output) -> int:
     demo.run(store, lambda text: out(text.rstrip("\n")))
     return EXIT_OK
@@ -191,6 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("id")
         sub.set_defaults(run=run)
     commands.add_parser("stats", help="counts and sizes").set_defaults(run=_stats)
+    again = commands.add_parser(
+        "reembed", help="re-embed every memory with the default model (resumable)"
+    )
+    again.add_argument("--batch-size", type=int, default=256)
+    again.set_defaults(run=_reembed, raw_path=True)
     demo_parser = commands.add_parser("demo", help="remember a conversation and ask it questions")
     demo_parser.set_defaults(run=_demo, demo_store=":memory:")
     return parser
@@ -207,8 +219,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.demo_store if args.command == "demo" and args.store == DEFAULT_STORE else args.store
     )
     try:
+        if getattr(args, "raw_path", False):  # works on the file, not an open store
+            code: int = args.run(store_path, args, out)
+            return code
         with Store.open(store_path) as store:
-            code: int = args.run(store, args, out)
+            code = args.run(store, args, out)
             return code
     except (InvalidInputError, FilterTypeError) as e:
         print(f"error: {e}", file=sys.stderr)

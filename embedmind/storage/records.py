@@ -300,3 +300,20 @@ def statistics(conn: apsw.Connection, now: int) -> dict[str, Any]:
             )
         },
     }
+
+
+def contents_after(conn: apsw.Connection, after: int, limit: int) -> list[tuple[int, str]]:
+    """``(key, content)`` of live memories with keys above ``after``, in key order."""
+    return [
+        (int(key), str(content))
+        for key, content in conn.execute(
+            "SELECT key, content FROM memories WHERE key > ? AND forgotten_at IS NULL "
+            "ORDER BY key LIMIT ?",
+            (after, limit),
+        )
+    ]
+
+
+def live_count(conn: apsw.Connection) -> int:
+    """Number of memories that are not forgotten."""
+    return int(fetch_one(conn, "SELECT count(*) FROM memories WHERE forgotten_at IS NULL")[0])

@@ -208,3 +208,22 @@ def of_keys(
         (json.dumps([int(k) for k in keys]),),
     ).fetchall()
     return _arrays(rows, dims)
+
+
+def forget_index_files(conn: apsw.Connection) -> None:
+    """Unregister every index file (their content no longer matches the vectors)."""
+    conn.execute("DELETE FROM index_files")
+
+
+def meta_get(conn: apsw.Connection, key: str) -> str | None:
+    """One bookkeeping value."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def meta_set(conn: apsw.Connection, key: str, value: str | None) -> None:
+    """Set (or, with ``None``, delete) one bookkeeping value."""
+    if value is None:
+        conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+    else:
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
