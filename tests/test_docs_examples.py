@@ -1,0 +1,31 @@
+"""Every Python code block in the README and docs runs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+
+
+def _blocks() -> list[tuple[str, str]]:
+    found = []
+    for path in DOCS:
+        for i, code in enumerate(BLOCK.findall(path.read_text())):
+            found.append((f"{path.relative_to(ROOT)}#{i + 1}", code))
+    return found
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(("where", "code"), _blocks(), ids=[w for w, _ in _blocks()])
+def test_code_block_runs(where: str, code: str, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=170
+    )
+    assert result.returncode == 0, f"{where} failed:\n{result.stderr[-3000:]}"
