@@ -22,9 +22,9 @@ import numpy.typing as npt
 
 from embedmind.lexical import bm25, maxscore
 from embedmind.lexical.analyzer import analyze
-from embedmind.lexical.blocks import BLOCK_SIZE, Postings, concat, make
 from embedmind.lexical.maxscore import TermList
 from embedmind.storage import postings as store
+from embedmind.storage.blocks import BLOCK_SIZE, Postings, concat, make
 
 MERGE_BELOW = 128
 """A term's last block is topped up with new postings only while it holds fewer than this."""

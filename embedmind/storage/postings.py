@@ -5,7 +5,7 @@ Tables (see ``migrations.m0001_initial``):
 - ``lex_terms(term_id, term, df, version)`` — the dictionary; a term whose
   last document goes leaves it.
 - ``lex_blocks(block_id, term_id, first_key, count, max_tf, min_length,
-  version, data)`` — packed postings (:mod:`embedmind.lexical.blocks`).
+  version, data)`` — packed postings (:mod:`embedmind.storage.blocks`).
   ``first_key`` is a lower bound of the block's keys, so the block holding a
   key is the one with the largest ``first_key`` not above it.
 - ``lex_docs(key, length, terms)`` — each document's term ids and counts, so
@@ -26,7 +26,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.lexical.blocks import Postings, decode, encode
+from embedmind.storage.blocks import Postings, decode, encode
 from embedmind.storage.connection import fetch_one
 
 
