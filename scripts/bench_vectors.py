@@ -37,7 +37,7 @@ def embedding_like(base: np.ndarray, n: int, rng: np.random.Generator) -> np.nda
     a = base[rng.integers(0, len(base), n)]
     b = base[rng.integers(0, len(base), n)]
     w = rng.uniform(0.55, 0.95, size=(n, 1))
-    mix = w * a + (1 - w) * b + 0.04 * rng.normal(size=a.shape)
+    mix = w * a + (1 - w) * b + 0.01 * rng.normal(size=a.shape)
     return (mix / np.linalg.norm(mix, axis=1, keepdims=True)).astype(np.float32)
 
 

@@ -47,6 +47,8 @@ INDEX_NAME = "memory-vectors"
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 _REBUILD_PAGE = 50_000
+EXACT_BELOW = 4_096
+"""Indexes this small are searched by brute force (usearch's exact scan)."""
 
 
 def default_ef(size: int) -> int:
@@ -162,7 +164,10 @@ class VectorIndex:
             if self._index is None or not len(self._index):
                 return np.empty(0, np.int64), np.empty(0, np.float32)
             self._index.expansion_search = max(ef, count)  # type: ignore[misc]
-            matches = self._index.search(query, min(count, len(self._index)))
+            # A small index is scanned exactly: as fast as the graph there, and
+            # immune to HNSW's trouble with many near-identical vectors.
+            exact = len(self._index) <= EXACT_BELOW
+            matches = self._index.search(query, min(count, len(self._index)), exact=exact)
         keys = np.asarray(matches.keys, dtype=np.int64)
         sims = (1.0 - np.asarray(matches.distances, dtype=np.float32)).astype(np.float32)
         return keys, sims
