@@ -56,6 +56,9 @@ class Prepared:
     expires_at: int | None
     confidence: float
     fingerprint: str
+    entities: tuple[str, ...] = ()
+    relations: tuple[tuple[str, str], ...] = ()
+    supersedes: tuple[str, ...] = ()
 
 
 def fingerprint(content: str) -> str:
@@ -105,6 +108,9 @@ def prepare(draft: Draft, now: int) -> Prepared:
         expires_at=_expiry(draft, now),
         confidence=_confidence(draft.confidence),
         fingerprint=fingerprint(content),
+        entities=_entities(draft.entities),
+        relations=_relations(draft.relations),
+        supersedes=tuple(dict.fromkeys(_ids(draft.supersedes, "supersedes"))),
     )
 
 
@@ -204,6 +210,45 @@ def _tags(tags: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tags))
 
 
+MAX_ENTITY_BYTES = 128
+MAX_KIND_BYTES = 64
+
+
+def _bounded(value: object, field: str, limit: int) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(field, f"expected a str, got {type(value).__name__}")
+    _no_surrogates(value, field)
+    size = len(value.encode("utf-8"))
+    if not 1 <= size <= limit or "\x00" in value:
+        raise InvalidInputError(field, f"must be 1-{limit} bytes of UTF-8 without NUL")
+    return value
+
+
+def _entities(values: object) -> tuple[str, ...]:
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise InvalidInputError("entities", "expected a list of str")
+    return tuple(dict.fromkeys(_bounded(v, "entities", MAX_ENTITY_BYTES) for v in values))
+
+
+def _relations(values: object) -> tuple[tuple[str, str], ...]:
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise InvalidInputError("relations", "expected a list of (kind, target id) pairs")
+    out = []
+    for item in values:
+        if isinstance(item, str) or not isinstance(item, Sequence) or len(item) != 2:
+            raise InvalidInputError("relations", "each relation is a (kind, target id) pair")
+        out.append(
+            (_bounded(item[0], "relations", MAX_KIND_BYTES), validate_id(item[1], "relations"))
+        )
+    return tuple(dict.fromkeys(out))
+
+
+def _ids(values: object, field: str) -> list[str]:
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise InvalidInputError(field, "expected a list of ids")
+    return [validate_id(v, field) for v in values]
+
+
 def _plain_text(value: object, field: str) -> str:
     if not isinstance(value, str):
         raise InvalidInputError(field, f"expected a str, got {type(value).__name__}")
@@ -231,6 +276,15 @@ def _expiry(draft: Draft, now: int) -> int | None:
     if draft.ttl is not None:
         return now + timestamps.duration_micros(draft.ttl, "ttl")
     return _optional_time(draft.expires_at, "expires_at")
+
+
+def confidence_value(value: object) -> float:
+    """Validate a confidence in [0, 1].
+
+    Raises:
+        InvalidInputError: When it is not a number in [0, 1].
+    """
+    return _confidence(value)
 
 
 def _confidence(value: object) -> float:

@@ -123,6 +123,9 @@ class Draft:
     expires_at: _dt.datetime | None = None
     confidence: float = 1.0
     vector: Sequence[float] | None = None
+    entities: Sequence[str] = ()
+    relations: Sequence[tuple[str, str]] = ()
+    supersedes: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,8 @@ class Stats:
         lexical_documents: Documents in the BM25 index.
         lexical_terms: Terms in the BM25 dictionary.
         vectors: Stored vectors (a long memory has one per chunk).
+        graph_entities: Distinct entity names.
+        graph_relations: Stored relations (each counted once).
         embedder: The embedding model recorded in the store, if any.
         file_bytes: Size of the database file plus its WAL.
         schema_version: The store's schema version.
@@ -248,6 +253,8 @@ class Stats:
     lexical_documents: int
     lexical_terms: int
     vectors: int
+    graph_entities: int
+    graph_relations: int
     embedder: str | None
     file_bytes: int
     schema_version: int
@@ -282,3 +289,68 @@ class Remembered:
 
     memory: Memory
     similar: tuple[SimilarMemory, ...]
+
+
+@dataclass(frozen=True)
+class Related:
+    """A memory connected to another by a typed relation.
+
+    Attributes:
+        memory: The memory at the other end.
+        kind: The relation kind (``"supersedes"``, ``"refines"``, ...).
+        outgoing: ``True`` when the queried memory points at this one.
+        depth: Hops from the queried memory (1 for direct neighbours).
+    """
+
+    memory: Memory
+    kind: str
+    outgoing: bool
+    depth: int = 1
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """A supersession chain around one memory.
+
+    Attributes:
+        older: The versions it replaced, nearest first (each step back).
+        newer: The versions that replaced it, nearest first (each step forward).
+    """
+
+    older: tuple[Memory, ...]
+    newer: tuple[Memory, ...]
+
+
+@dataclass(frozen=True)
+class NamespaceActivity:
+    """One namespace holding live memories.
+
+    Attributes:
+        namespace: The namespace.
+        live: Live memories in it.
+        last_write: The newest ``updated_at`` among them.
+    """
+
+    namespace: str
+    live: int
+    last_write: _dt.datetime
+
+
+@dataclass(frozen=True)
+class NamespaceLink:
+    """A grant: reads of ``src`` with ``follow_links`` also see ``dst``.
+
+    Attributes:
+        src: The namespace that reads.
+        dst: The namespace it may read.
+        tiers: Tiers of ``dst`` it may read (``None``: the durable tiers
+            semantic and procedural).
+        note: Free text.
+        created_at: When the link was made.
+    """
+
+    src: str
+    dst: str
+    tiers: tuple[Tier, ...] | None
+    note: str
+    created_at: _dt.datetime

@@ -25,7 +25,7 @@ from embedmind.lexical.channel import text_channel
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import ChannelScore, Hit, Memory, Mode, Recall
 from embedmind.rerank import rerank
-from embedmind.storage import records
+from embedmind.storage import graph, records
 from embedmind.vectors import search
 from embedmind.vectors.hnsw import VectorIndex
 
@@ -47,6 +47,7 @@ class Request:
     recency: bool = False
     rerank_alpha: float | None = None
     ef_search: int | None = None
+    expand_related: bool = False
 
 
 @dataclass
@@ -118,9 +119,29 @@ def execute(
     else:
         fused = fuse(conn, ranked, mode, k, request.recency)
     timer.lap("fuse")
+    if request.expand_related:
+        fused += _one_hop(conn, [key for key, _ in fused], request.condition)
+        timer.lap("expand")
     result = build(conn, fused, ranked, mode, tuple(degraded))
     timer.lap("load")
     return result
+
+
+def _one_hop(
+    conn: apsw.Connection, keys: list[int], condition: tuple[str, list[Any]]
+) -> list[tuple[int, float]]:
+    """Neighbours of the hits that pass the same condition, score 0, not counted in k."""
+    seen = set(keys)
+    candidates: list[int] = []
+    for key in keys:
+        for edge in graph.edges(conn, key):
+            if edge.other not in seen:
+                seen.add(edge.other)
+                candidates.append(edge.other)
+    if not candidates:
+        return []
+    admitted = records.keys_passing(conn, candidates, *condition)
+    return [(key, 0.0) for key in candidates if key in admitted]
 
 
 def fuse(

@@ -36,11 +36,12 @@ from embedmind.model import (
     Tier,
     Where,
 )
-from embedmind.storage import records
+from embedmind.storage import graph, records
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.connection import Synchronous
 from embedmind.storage.database import Database, normalize_path
 from embedmind.storage.selection import Selection
+from embedmind.store_graph import GraphMethods
 from embedmind.timestamps import resolve_now, to_micros
 from embedmind.vectors import search
 from embedmind.vectors.embedding import Embedded, embed_contents
@@ -65,7 +66,7 @@ MAX_DRAFTS = 10_000_000
 _PAGE = 256
 
 
-class Store:
+class Store(GraphMethods):
     """An embedmind store: one SQLite file of memories and their indexes.
 
     Open with :meth:`Store.open`; use as a context manager to close it.
@@ -167,6 +168,10 @@ class Store:
         expires_at: _dt.datetime | None = None,
         confidence: float = 1.0,
         vector: Sequence[float] | None = None,
+        entities: Sequence[str] = (),
+        relations: Sequence[tuple[str, str]] = (),
+        supersedes: Sequence[str] = (),
+        dedup: str | None = None,
         now: _dt.datetime | None = None,
     ) -> Memory:
         """Store one memory durably and return it.
@@ -193,21 +198,57 @@ class Store:
             confidence: In [0, 1].
             vector: Its embedding, when you computed it already (validated and
                 normalised, not re-embedded).
+            entities: Explicit entity names (1-128 bytes each) to file it under.
+            relations: ``(kind, target id)`` edges to existing, live memories.
+            supersedes: Ids of live memories in the same namespace this one
+                replaces: they leave recall but stay readable as history.
+            dedup: ``"exact"`` returns the live memory with the same normalised
+                content (same namespace and tier) instead of writing a twin.
             now: The write instant (default: the clock).
 
         Returns:
-            The stored memory.
+            The stored memory (or, with ``dedup="exact"``, the existing one).
 
         Raises:
             InvalidInputError: When an argument is invalid; nothing is written.
+            NotFoundError: When a relation or supersede target is missing or forgotten.
             ConflictError: When ``id`` exists in another namespace.
             StoreBusyError: When another writer holds the lock too long.
         """
         draft = Draft(
             content, id, namespace, metadata, tags, tier, level, agent, session_id,
             created_at, valid_from, valid_to, ttl, expires_at, confidence, vector,
+            entities, relations, supersedes,
         )  # fmt: skip
+        if dedup is not None:
+            if dedup != "exact":
+                raise InvalidInputError("dedup", "expected None or 'exact'")
+            twin = self._exact_twin(draft, now)
+            if twin is not None:
+                return twin
         return self.remember_many([draft], now=now)[0]
+
+    def _exact_twin(self, draft: Draft, now: _dt.datetime | None) -> Memory | None:
+        prepared = drafts.prepare(draft, resolve_now(now))
+        condition = Selection(prepared.created_at, prepared.namespace, tiers=[prepared.tier])
+        sql, params = condition.compile()
+        with self._db.read() as conn:
+            return records.by_fingerprint(conn, prepared.fingerprint, sql, params)
+
+    def find_by_fingerprint(
+        self,
+        namespace: str,
+        tier: Tier | str,
+        content: str,
+        *,
+        now: _dt.datetime | None = None,
+    ) -> Memory | None:
+        """The live, current memory restating ``content`` exactly (after normalisation).
+
+        Normalisation is NFKC, case folding and collapsed whitespace; expired and
+        superseded memories do not count.
+        """
+        return self._exact_twin(Draft(content, namespace=namespace, tier=tier), now)
 
     def remember_detailed(self, content: str, **kwargs: Any) -> Remembered:
         """Like :meth:`remember`, and report near duplicates found with the same embedding.
@@ -348,11 +389,21 @@ class Store:
 
     # -- reads -------------------------------------------------------------------
 
-    def get(self, id: str) -> Memory | None:
-        """Return the memory with this id, or ``None`` when missing or forgotten."""
+    def get(self, id: str, *, as_of: _dt.datetime | None = None) -> Memory | None:
+        """Return the memory with this id, or ``None`` when missing or forgotten.
+
+        Superseded and contradicted memories are returned (they are history).
+        With ``as_of``, only a memory valid at that instant is returned.
+        """
         memory_id = validate_id(id)
         with self._db.read() as conn:
-            return records.select_by_ids(conn, [memory_id]).get(memory_id)
+            memory = records.select_by_ids(conn, [memory_id]).get(memory_id)
+        if memory is None or as_of is None:
+            return memory
+        at = to_micros(as_of, "as_of")
+        starts = to_micros(memory.valid_from, "valid_from")
+        ends = None if memory.valid_to is None else to_micros(memory.valid_to, "valid_to")
+        return memory if starts <= at and (ends is None or at < ends) else None
 
     def get_many(self, ids: Sequence[str]) -> list[Memory]:
         """Return the memories with these ids, in the order asked, skipping missing ones."""
@@ -418,6 +469,7 @@ class Store:
         include_expired: bool = False,
         as_of: _dt.datetime | None = None,
         recency: bool = False,
+        expand_related: bool = False,
         rerank_alpha: float | None = None,
         ef_search: int | None = None,
         vector: Sequence[float] | None = None,
@@ -441,6 +493,9 @@ class Store:
             as_of: Time travel: what was valid at this instant.
             recency: Add recency as a third RRF list over the same candidates
                 (it breaks ties; it never brings in a memory by itself).
+            expand_related: Append the hits' direct graph neighbours that pass
+                the same filters, with score 0, after the ranked hits (they do
+                not count against ``k``).
             rerank_alpha: Rerank the lexical list by vector similarity instead
                 of fusing: ``>= 2`` reorders the top ``k`` by cosine, ``[1, 2)``
                 breaks near-ties (δ = 0.05) by cosine, ``< 1`` blends
@@ -473,6 +528,7 @@ class Store:
         request = recall.Request(
             query, k, wanted, selection.compile(), bool(recency),
             _optional_number(rerank_alpha, "rerank_alpha"), _optional_ef(ef_search),
+            bool(expand_related),
         )  # fmt: skip
         timer = recall.Timer()
         query_vector = None
@@ -495,6 +551,7 @@ class Store:
             counts = records.statistics(conn, at)
             lexical_docs, lexical_terms = self._lexical.statistics(conn)
             vector_count = vector_rows.count(conn)
+            graph_entities, graph_relations = graph.counts(conn)
             recorded = vector_rows.read_identity(conn)
         return Stats(
             live=counts["live"],
@@ -510,6 +567,8 @@ class Store:
             lexical_documents=lexical_docs,
             lexical_terms=lexical_terms,
             vectors=vector_count,
+            graph_entities=graph_entities,
+            graph_relations=graph_relations,
             embedder=recorded.get("model_id"),
             file_bytes=self._db.file_bytes(),
             schema_version=self._db.schema_version,

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 import apsw
 
 from embedmind.drafts import Prepared
-from embedmind.errors import ConflictError
+from embedmind.errors import ConflictError, InvalidInputError, NotFoundError
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Memory
-from embedmind.storage import records
+from embedmind.storage import graph, records
 from embedmind.storage import vectors as vector_rows
 from embedmind.vectors.embedding import Embedded
 
@@ -51,8 +51,75 @@ def apply_batch(
         for key, vectors in zip(keys, embedded, strict=True):
             if vectors is not None:
                 vector_rows.add(conn, key, vectors.spans, vectors.blobs())
+        if _link_graph(conn, batch, keys, replace=False):
+            stored = records.select_by_keys(conn, keys)  # supersession changed rows
+            return [stored[key] for key in keys]
         return [records.from_prepared(p) for p in batch]
     return _apply_one_by_one(conn, lexical, batch, embedded, version)
+
+
+SUPERSEDES = "supersedes"
+"""Relation kind of the edge from a new version to the memory it replaces."""
+
+
+def _link_graph(
+    conn: apsw.Connection, batch: Sequence[Prepared], keys: Sequence[int], *, replace: bool
+) -> bool:
+    """Write entities, relations and supersession of freshly written records.
+
+    Targets are resolved after every record of the batch is in place, so a
+    memory may relate to one written earlier in the same batch.
+
+    Returns:
+        Whether anything was superseded.
+
+    Raises:
+        NotFoundError: When a relation or supersede target is missing or forgotten.
+        InvalidInputError: When a supersede target is in another namespace,
+            already superseded, or the memory itself.
+    """
+    targets = {t for p in batch for _, t in p.relations} | {t for p in batch for t in p.supersedes}
+    if not targets and not any(p.entities for p in batch) and not replace:
+        return False
+    found = records.find_many(conn, sorted(targets)) if targets else {}
+    superseded = False
+    for p, key in zip(batch, keys, strict=True):
+        if replace:
+            graph.replace_outgoing(conn, key, keep_kind=SUPERSEDES)
+        graph.add_entities(conn, key, p.entities)
+        edges = []
+        for kind, target in p.relations:
+            edges.append((kind, _live_target(found, target, p.id, "relations").key))
+        for target in p.supersedes:
+            existing = _live_target(found, target, p.id, "supersedes")
+            if existing.namespace != p.namespace:
+                raise InvalidInputError(
+                    "supersedes",
+                    f"{target!r} is in namespace {existing.namespace!r}, not {p.namespace!r}: "
+                    "superseding never crosses namespaces",
+                )
+            if existing.superseded_by is not None:
+                raise InvalidInputError(
+                    "supersedes",
+                    f"{target!r} was already superseded by {existing.superseded_by!r}; "
+                    "supersede the newest version instead",
+                )
+            graph.mark_superseded(conn, existing.key, p.id, p.valid_from, p.updated_at)
+            edges.append((SUPERSEDES, existing.key))
+            superseded = True
+        graph.add_relations(conn, key, edges, p.updated_at)
+    return superseded
+
+
+def _live_target(
+    found: dict[str, records.Existing], target: str, source: str, field: str
+) -> records.Existing:
+    existing = found.get(target)
+    if existing is None or existing.forgotten:
+        raise NotFoundError(target, f"{field} target")
+    if target == source:
+        raise InvalidInputError(field, "a memory cannot point at itself")
+    return existing
 
 
 def _apply_one_by_one(
@@ -88,6 +155,7 @@ def _apply_one_by_one(
     for key in stale:
         lexical.remove(conn, key, version)
     lexical.add(conn, list(pending.items()), version)
+    _link_graph(conn, batch, keys, replace=True)
     stored = records.select_by_keys(conn, keys)
     return [stored[key] for key in keys]
 
@@ -118,5 +186,6 @@ def delete(conn: apsw.Connection, lexical: LexicalIndex, memory_id: str) -> bool
     version = records.next_write_seq(conn)
     lexical.remove(conn, existing.key, version)
     vector_rows.remove_memory(conn, existing.key)
+    graph.drop_memory(conn, existing.key)
     records.delete(conn, existing.key)
     return True

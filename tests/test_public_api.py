@@ -15,8 +15,9 @@ PUBLIC = [
 ]  # fmt: skip
 
 STORE_METHODS = [
-    "close", "delete", "forget", "get", "get_many", "iter", "open", "recall", "remember",
-    "remember_detailed", "remember_many", "stats",
+    "close", "delete", "entities_of", "entity_members", "find_by_fingerprint", "forget", "get",
+    "get_many", "iter", "lineage", "mark_contradicted", "neighbors", "open", "recall", "related",
+    "remember", "remember_detailed", "remember_many", "restore", "set_confidence", "stats",
 ]  # fmt: skip
 
 

@@ -119,7 +119,45 @@ def m0002_vectors(conn: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (m0001_initial, m0002_vectors)
+def m0003_graph(conn: apsw.Connection) -> None:
+    """Entities, typed relations, namespace links and the contradiction audit columns."""
+    conn.execute(
+        """
+        CREATE TABLE entities (
+            entity_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE
+        ) STRICT;
+        CREATE TABLE memory_entities (
+            entity_id INTEGER NOT NULL,
+            key INTEGER NOT NULL,
+            PRIMARY KEY (entity_id, key)
+        ) WITHOUT ROWID, STRICT;
+        CREATE INDEX memory_entities_by_key ON memory_entities (key, entity_id);
+        CREATE TABLE relations (
+            src INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            dst INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (src, kind, dst)
+        ) WITHOUT ROWID, STRICT;
+        CREATE INDEX relations_by_dst ON relations (dst, kind, src);
+        CREATE TABLE namespace_links (
+            src TEXT NOT NULL,
+            dst TEXT NOT NULL,
+            tiers TEXT,
+            note TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (src, dst)
+        ) STRICT;
+        ALTER TABLE memories ADD COLUMN contradicted_by TEXT;
+        ALTER TABLE memories ADD COLUMN prior_confidence REAL;
+        CREATE INDEX memories_by_superseder ON memories (superseded_by);
+        CREATE INDEX memories_by_expiry ON memories (expires_at) WHERE expires_at IS NOT NULL;
+        """
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (m0001_initial, m0002_vectors, m0003_graph)
 LATEST = len(MIGRATIONS)
 
 

@@ -39,6 +39,7 @@ class Existing:
     content: str
     created_at: int
     forgotten: bool
+    superseded_by: str | None = None
 
 
 def next_write_seq(conn: apsw.Connection) -> int:
@@ -52,22 +53,23 @@ def next_write_seq(conn: apsw.Connection) -> int:
 def find(conn: apsw.Connection, memory_id: str) -> Existing | None:
     """Look up the row holding ``memory_id``, forgotten or not."""
     row = conn.execute(
-        "SELECT key, namespace, content, created_at, forgotten_at FROM memories WHERE id = ?",
+        "SELECT key, namespace, content, created_at, forgotten_at, superseded_by "
+        "FROM memories WHERE id = ?",
         (memory_id,),
     ).fetchone()
     if row is None:
         return None
-    return Existing(row[0], row[1], row[2], row[3], row[4] is not None)
+    return Existing(row[0], row[1], row[2], row[3], row[4] is not None, row[5])
 
 
 def find_many(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, Existing]:
     """Look up the rows holding any of ``ids``, forgotten or not."""
     sql = (
-        "SELECT id, key, namespace, content, created_at, forgotten_at FROM memories "
-        "WHERE id IN (SELECT value FROM json_each(?))"
+        "SELECT id, key, namespace, content, created_at, forgotten_at, superseded_by "
+        "FROM memories WHERE id IN (SELECT value FROM json_each(?))"
     )
     return {
-        row[0]: Existing(row[1], row[2], row[3], row[4], row[5] is not None)
+        row[0]: Existing(row[1], row[2], row[3], row[4], row[5] is not None, row[6])
         for row in conn.execute(sql, (json.dumps(list(ids), ensure_ascii=False),))
     }
 
@@ -317,3 +319,15 @@ def contents_after(conn: apsw.Connection, after: int, limit: int) -> list[tuple[
 def live_count(conn: apsw.Connection) -> int:
     """Number of memories that are not forgotten."""
     return int(fetch_one(conn, "SELECT count(*) FROM memories WHERE forgotten_at IS NULL")[0])
+
+
+def by_fingerprint(
+    conn: apsw.Connection, fingerprint: str, condition: str, params: Sequence[Any]
+) -> Memory | None:
+    """The oldest memory with this content fingerprint that ``condition`` admits."""
+    row = conn.execute(
+        f"SELECT {COLUMNS} FROM memories m WHERE m.fingerprint = ? AND {condition} "
+        "ORDER BY m.created_at, m.key LIMIT 1",
+        (fingerprint, *params),
+    ).fetchone()
+    return None if row is None else to_memory(row)
