@@ -42,6 +42,7 @@ from embedmind.storage.connection import Synchronous
 from embedmind.storage.database import Database, normalize_path
 from embedmind.storage.selection import Selection
 from embedmind.store_graph import GraphMethods
+from embedmind.store_lifecycle import LifecycleMethods, emit
 from embedmind.timestamps import resolve_now, to_micros
 from embedmind.vectors import search
 from embedmind.vectors.embedding import Embedded, embed_contents
@@ -66,7 +67,7 @@ MAX_DRAFTS = 10_000_000
 _PAGE = 256
 
 
-class Store(GraphMethods):
+class Store(GraphMethods, LifecycleMethods):
     """An embedmind store: one SQLite file of memories and their indexes.
 
     Open with :meth:`Store.open`; use as a context manager to close it.
@@ -79,10 +80,11 @@ class Store(GraphMethods):
         >>> store.close()
     """
 
-    def __init__(self, database: Database, embedder: Embedder | None) -> None:
+    def __init__(self, database: Database, embedder: Embedder | None, metrics: Any = None) -> None:
         self._db = database
         self._lexical = LexicalIndex()
         self._embedder = embedder
+        self._metrics = metrics
         self._vectors: VectorIndex | None = None
         if embedder is not None:
             file_path = None if database.path == ":memory:" else database.path + "-vectors"
@@ -101,6 +103,7 @@ class Store(GraphMethods):
         embedder: object = DEFAULT,
         synchronous: Synchronous = "FULL",
         busy_timeout: float = 10.0,
+        metrics: Any = None,
     ) -> Store:
         """Open (creating if missing) the store at ``path``; ``":memory:"`` is a throwaway.
 
@@ -115,6 +118,10 @@ class Store(GraphMethods):
                 crash but may be lost on power loss.
             busy_timeout: Seconds a writer waits for the lock before
                 :class:`~embedmind.errors.StoreBusyError`.
+            metrics: Optional observer; any of its methods ``upsert(op, tier)``,
+                ``delete()``, ``soft_delete()``, ``sweep_expired(tier)``,
+                ``dedup_hit()`` and ``active_by_tier(tier, n)`` is called after
+                the matching change commits.
 
         Returns:
             The open store.
@@ -135,7 +142,7 @@ class Store(GraphMethods):
         except BaseException:
             database.close()
             raise
-        return cls(database, resolved)
+        return cls(database, resolved, metrics)
 
     @property
     def path(self) -> str:
@@ -225,6 +232,7 @@ class Store(GraphMethods):
                 raise InvalidInputError("dedup", "expected None or 'exact'")
             twin = self._exact_twin(draft, now)
             if twin is not None:
+                emit(self._metrics, "dedup_hit")
                 return twin
         return self.remember_many([draft], now=now)[0]
 
@@ -358,8 +366,11 @@ class Store(GraphMethods):
                 # held only for the SQL.
                 embedded = self._embed(batch, given[start : start + batch_size])
                 with self._db.write() as conn:
-                    stored += writes.apply_batch(conn, self._lexical, batch, embedded)
+                    written = writes.apply_batch(conn, self._lexical, batch, embedded)
                     self._maybe_save_index(conn)
+                for memory in written:
+                    emit(self._metrics, "upsert", "write", memory.tier.value)
+                stored += written
                 bar.update(len(batch))
         return stored
 
@@ -375,7 +386,10 @@ class Store(GraphMethods):
         """
         memory_id, at = validate_id(id), resolve_now(now)
         with self._db.write() as conn:
-            return writes.forget(conn, self._lexical, memory_id, at)
+            forgotten = writes.forget(conn, self._lexical, memory_id, at)
+        if forgotten:
+            emit(self._metrics, "soft_delete")
+        return forgotten
 
     def delete(self, id: str) -> bool:
         """Remove a memory at once (row, postings, tags).
@@ -385,7 +399,10 @@ class Store(GraphMethods):
         """
         memory_id = validate_id(id)
         with self._db.write() as conn:
-            return writes.delete(conn, self._lexical, memory_id)
+            deleted = writes.delete(conn, self._lexical, memory_id)
+        if deleted:
+            emit(self._metrics, "delete")
+        return deleted
 
     # -- reads -------------------------------------------------------------------
 
@@ -470,6 +487,7 @@ class Store(GraphMethods):
         as_of: _dt.datetime | None = None,
         recency: bool = False,
         expand_related: bool = False,
+        follow_links: bool = False,
         rerank_alpha: float | None = None,
         ef_search: int | None = None,
         vector: Sequence[float] | None = None,
@@ -493,6 +511,8 @@ class Store(GraphMethods):
             as_of: Time travel: what was valid at this instant.
             recency: Add recency as a third RRF list over the same candidates
                 (it breaks ties; it never brings in a memory by itself).
+            follow_links: Also read the namespaces linked from ``namespace``
+                (restricted to each link's tiers).
             expand_related: Append the hits' direct graph neighbours that pass
                 the same filters, with score 0, after the ranked hits (they do
                 not count against ``k``).
@@ -524,6 +544,7 @@ class Store(GraphMethods):
         selection = Selection(
             resolve_now(now), namespace, where, agent, session_id, tags, tiers, levels,
             include_expired, False, False, None if as_of is None else to_micros(as_of, "as_of"),
+            self._grants(namespace) if follow_links and namespace is not None else (),
         )  # fmt: skip
         request = recall.Request(
             query, k, wanted, selection.compile(), bool(recency),

@@ -183,9 +183,15 @@ def delete(conn: apsw.Connection, lexical: LexicalIndex, memory_id: str) -> bool
     existing = records.find(conn, memory_id)
     if existing is None:
         return False
-    version = records.next_write_seq(conn)
-    lexical.remove(conn, existing.key, version)
-    vector_rows.remove_memory(conn, existing.key)
-    graph.drop_memory(conn, existing.key)
-    records.delete(conn, existing.key)
+    delete_keys(conn, lexical, [existing.key])
     return True
+
+
+def delete_keys(conn: apsw.Connection, lexical: LexicalIndex, keys: Sequence[int]) -> None:
+    """Remove memories at once: row, tags, postings, vectors, entities and relations."""
+    version = records.next_write_seq(conn)
+    for key in keys:
+        lexical.remove(conn, key, version)
+        vector_rows.remove_memory(conn, key)
+        graph.drop_memory(conn, key)
+        records.delete(conn, key)

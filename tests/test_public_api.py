@@ -15,9 +15,11 @@ PUBLIC = [
 ]  # fmt: skip
 
 STORE_METHODS = [
-    "close", "delete", "entities_of", "entity_members", "find_by_fingerprint", "forget", "get",
-    "get_many", "iter", "lineage", "mark_contradicted", "neighbors", "open", "recall", "related",
-    "remember", "remember_detailed", "remember_many", "restore", "set_confidence", "stats",
+    "close", "delete", "delete_namespace", "entities_of", "entity_members", "find_by_fingerprint",
+    "forget", "get", "get_many", "iter", "lineage", "link_namespaces", "links",
+    "mark_contradicted", "move", "namespaces", "neighbors", "open", "recall", "reinforce",
+    "related", "remember", "remember_detailed", "remember_many", "rename_namespace", "restore",
+    "retier", "set_confidence", "stats", "sweep_expired", "unlink",
 ]  # fmt: skip
 
 

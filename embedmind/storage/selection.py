@@ -50,6 +50,8 @@ class Selection:
     include_forgotten: bool = False
     include_superseded: bool = False
     as_of: int | None = None
+    grants: Sequence[tuple[str, Sequence[str]]] = ()
+    """Extra ``(namespace, tiers)`` readable through namespace links."""
 
     def compile(self, alias: str = "m") -> tuple[str, list[Any]]:
         """Compile to ``(condition, params)`` over the memories table aliased ``alias``.
@@ -87,6 +89,10 @@ class Selection:
             clauses.append(f"({m}.valid_to IS NULL OR {m}.valid_to > ?)")
             params.append(self.now)
         scope_sql, scope_params = compile_scope(self.namespace, f"{m}.namespace")
+        for namespace, tiers in self.grants:
+            marks = ", ".join("?" * len(tiers))
+            scope_sql = f"({scope_sql} OR ({m}.namespace = ? AND {m}.tier IN ({marks})))"
+            scope_params = [*scope_params, namespace, *tiers]
         clauses.append(scope_sql)
         params += scope_params
         if self.agent is not None:
