@@ -43,6 +43,7 @@ from embedmind.storage.database import Database, normalize_path
 from embedmind.storage.selection import Selection
 from embedmind.store_graph import GraphMethods
 from embedmind.store_lifecycle import LifecycleMethods, emit
+from embedmind.store_maintenance import MaintenanceMethods
 from embedmind.timestamps import resolve_now, to_micros
 from embedmind.vectors import search
 from embedmind.vectors.embedding import Embedded, embed_contents
@@ -67,7 +68,7 @@ MAX_DRAFTS = 10_000_000
 _PAGE = 256
 
 
-class Store(GraphMethods, LifecycleMethods):
+class Store(GraphMethods, LifecycleMethods, MaintenanceMethods):
     """An embedmind store: one SQLite file of memories and their indexes.
 
     Open with :meth:`Store.open`; use as a context manager to close it.

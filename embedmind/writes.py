@@ -137,7 +137,7 @@ def _apply_one_by_one(
         if existing is None:
             key = records.insert(conn, p)
             pending[key] = p.content
-            _replace_vectors(conn, key, vectors)
+            replace_vectors(conn, key, vectors)
         else:
             if existing.namespace != p.namespace:
                 raise ConflictError(
@@ -150,7 +150,7 @@ def _apply_one_by_one(
             if existing.forgotten or existing.content != p.content or key in pending:
                 stale.append(key)
                 pending[key] = p.content
-                _replace_vectors(conn, key, vectors)
+                replace_vectors(conn, key, vectors)
         keys.append(key)
     for key in stale:
         lexical.remove(conn, key, version)
@@ -160,7 +160,8 @@ def _apply_one_by_one(
     return [stored[key] for key in keys]
 
 
-def _replace_vectors(conn: apsw.Connection, key: int, vectors: Embedded | None) -> None:
+def replace_vectors(conn: apsw.Connection, key: int, vectors: Embedded | None) -> None:
+    """Drop a memory's vectors and store ``vectors`` (if any) in their place."""
     vector_rows.remove_memory(conn, key)
     if vectors is not None:
         vector_rows.add(conn, key, vectors.spans, vectors.blobs())

@@ -17,9 +17,9 @@ PUBLIC = [
 STORE_METHODS = [
     "close", "delete", "delete_namespace", "entities_of", "entity_members", "find_by_fingerprint",
     "forget", "get", "get_many", "iter", "lineage", "link_namespaces", "links",
-    "mark_contradicted", "move", "namespaces", "neighbors", "open", "recall", "reinforce",
+    "mark_contradicted", "move", "namespaces", "neighbors", "open", "recall", "redact", "reinforce",
     "related", "remember", "remember_detailed", "remember_many", "rename_namespace", "restore",
-    "retier", "set_confidence", "stats", "sweep_expired", "unlink",
+    "retier", "set_confidence", "stats", "sweep_expired", "unlink", "vacuum",
 ]  # fmt: skip
 
 

@@ -178,7 +178,7 @@ def _clustered(n: int, dims: int, rng: np.random.Generator) -> np.ndarray:
 @pytest.fixture(scope="module")
 def filtered_store() -> Iterator[tuple[embedmind.Store, np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(11)
-    n, dims = 20_000, 64
+    n, dims = 25_000, 64  # above EXACT_BELOW: the HNSW widening path runs
     vectors = _clustered(n, dims, rng)
     bucket = rng.random(n)
     with embedmind.Store.open(":memory:", embedder=HashingEmbedder(dims)) as store:

@@ -10,6 +10,7 @@ one consistent snapshot while writers go on.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -17,7 +18,12 @@ import apsw
 
 from embedmind.errors import EmbedmindError, InvalidInputError, StorageError
 from embedmind.storage import fileio, migrations
-from embedmind.storage.connection import MEMORY_PATH, ConnectionManager, Synchronous
+from embedmind.storage.connection import (
+    MEMORY_PATH,
+    ConnectionManager,
+    Synchronous,
+    fetch_one,
+)
 from embedmind.storage.locking import WriterLock
 
 CommitHook = Callable[[], None]
@@ -107,6 +113,37 @@ class Database:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+
+    def checkpoint(self, attempts: int = 50) -> bool:
+        """Copy the WAL into the database and truncate it to zero bytes.
+
+        Readers inside a transaction can hold it up; it is retried briefly.
+
+        Returns:
+            Whether the WAL was fully checkpointed and truncated.
+        """
+        if self._memory:
+            return True
+        with self.connections.connection() as conn, self._lock.hold():
+            for _ in range(attempts):
+                busy = fetch_one(conn, "PRAGMA wal_checkpoint(TRUNCATE)")[0]
+                if not busy:
+                    return True
+                time.sleep(0.02)
+        return False
+
+    def vacuum(self) -> None:
+        """Rebuild the database file in place (``VACUUM``) under the writer lock.
+
+        In place, never by replacing the file: replacing a database that other
+        processes have open (or that still has a WAL) corrupts it.
+        """
+        with self.connections.connection() as conn, self._lock.hold():
+            conn.execute("PRAGMA temp_store = FILE")  # do not hold a whole copy in memory
+            try:
+                _execute(conn, "VACUUM")
+            finally:
+                conn.execute("PRAGMA temp_store = MEMORY")
 
     def file_bytes(self) -> int:
         """Return the size of the database file plus its WAL."""

@@ -331,3 +331,18 @@ def by_fingerprint(
         (fingerprint, *params),
     ).fetchone()
     return None if row is None else to_memory(row)
+
+
+def set_content(conn: apsw.Connection, key: int, content: str, fingerprint: str, now: int) -> None:
+    """Replace a memory's content in place (redaction)."""
+    conn.execute(
+        "UPDATE memories SET content = ?, fingerprint = ?, updated_at = ? WHERE key = ?",
+        (content, fingerprint, now, key),
+    )
+
+
+def forgotten_keys(conn: apsw.Connection) -> list[int]:
+    """Keys of tombstoned memories."""
+    return [
+        int(r[0]) for r in conn.execute("SELECT key FROM memories WHERE forgotten_at IS NOT NULL")
+    ]

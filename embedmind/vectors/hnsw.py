@@ -47,8 +47,12 @@ INDEX_NAME = "memory-vectors"
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 _REBUILD_PAGE = 50_000
-EXACT_BELOW = 4_096
-"""Indexes this small are searched by brute force (usearch's exact scan)."""
+EXACT_BELOW = 20_000
+"""Indexes this small are searched by brute force (usearch's exact SIMD scan).
+
+Measured here (384 dims, f16, one query): exact 0.36 ms at 5k and 1.3 ms at 20k
+against 0.4 / 0.8 ms for the graph — a small price for recall 1.0, and immune
+to HNSW's trouble with many near-identical vectors (chat memory is full of them)."""
 
 
 def default_ef(size: int) -> int:
@@ -126,6 +130,11 @@ class VectorIndex:
         index.expansion_add = EXPANSION_ADD  # type: ignore[misc]  # restore() drops it
         return index
 
+    def rebuild(self, conn: apsw.Connection) -> None:
+        """Rebuild the in-memory index from the stored vectors (drops removal tombstones)."""
+        with self._lock:
+            self._rebuild(conn)
+
     def _rebuild(self, conn: apsw.Connection) -> None:
         index = self._new()
         applied = store.last_seq(conn)
@@ -172,7 +181,7 @@ class VectorIndex:
         sims = (1.0 - np.asarray(matches.distances, dtype=np.float32)).astype(np.float32)
         return keys, sims
 
-    def save(self, conn: apsw.Connection) -> bool:
+    def save(self, conn: apsw.Connection, force: bool = False) -> bool:
         """Write the index file and register it; the caller holds a write transaction.
 
         Returns:
@@ -186,7 +195,7 @@ class VectorIndex:
             if index is None:
                 return False
             entry = store.index_file(conn, INDEX_NAME)
-            if entry is not None and entry.seq == self._applied:
+            if not force and entry is not None and entry.seq == self._applied:
                 return False
             size, checksum = fileio.write_atomically(
                 self.file_path, lambda temp: _save(index, temp)
