@@ -44,6 +44,7 @@ from embedmind.storage.selection import Selection
 from embedmind.store_graph import GraphMethods
 from embedmind.store_lifecycle import LifecycleMethods, emit
 from embedmind.store_maintenance import MaintenanceMethods
+from embedmind.store_transfer import TransferMethods
 from embedmind.timestamps import resolve_now, to_micros
 from embedmind.vectors import search
 from embedmind.vectors.embedding import Embedded, embed_contents
@@ -68,7 +69,7 @@ MAX_DRAFTS = 10_000_000
 _PAGE = 256
 
 
-class Store(GraphMethods, LifecycleMethods, MaintenanceMethods):
+class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods):
     """An embedmind store: one SQLite file of memories and their indexes.
 
     Open with :meth:`Store.open`; use as a context manager to close it.

@@ -73,3 +73,19 @@ def test_demo_runs_as_a_console_script(tmp_path: Path) -> None:
     assert "beagle named Biscuit" in result.stdout
     assert "cello" in result.stdout
     assert not list(tmp_path.iterdir()), "demo must not leave files behind"
+
+
+def test_vacuum_export_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store, copy = str(tmp_path / "a.mind"), str(tmp_path / "b.mind")
+    dump = str(tmp_path / "dump.jsonl")
+    run(capsys, "--store", store, "remember", "keep me", "--id", "k")
+    run(capsys, "--store", store, "remember", "drop me", "--id", "d")
+    run(capsys, "--store", store, "forget", "d")
+    code, out, _ = run(capsys, "--store", store, "--json", "vacuum")
+    assert code == EXIT_OK and json.loads(out)["removed"] == 1
+    code, out, _ = run(capsys, "--store", store, "export", dump, "--vectors")
+    assert code == EXIT_OK and "exported 1" in out
+    code, out, _ = run(capsys, "--store", copy, "import", dump)
+    assert code == EXIT_OK and "imported 1" in out
+    code, out, _ = run(capsys, "--store", copy, "get", "k")
+    assert code == EXIT_OK and "keep me" in out

@@ -15,7 +15,8 @@ PUBLIC = [
 ]  # fmt: skip
 
 STORE_METHODS = [
-    "close", "delete", "delete_namespace", "entities_of", "entity_members", "find_by_fingerprint",
+    "close", "delete", "delete_namespace", "entities_of", "entity_members", "export_jsonl",
+    "find_by_fingerprint", "import_jsonl",
     "forget", "get", "get_many", "iter", "lineage", "link_namespaces", "links",
     "mark_contradicted", "move", "namespaces", "neighbors", "open", "recall", "redact", "reinforce",
     "related", "remember", "remember_detailed", "remember_many", "rename_namespace", "restore",

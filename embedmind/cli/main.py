@@ -153,6 +153,30 @@ def _reembed(store_path: str, args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _vacuum(store: Store, args: argparse.Namespace, out: Output) -> int:
+    report = store.vacuum(progress=None if args.json else lambda step: out(f"vacuum: {step}..."))
+    if args.json:
+        out(json.dumps(_jsonable(report)))
+    else:
+        out(
+            f"reclaimed {report.removed} forgotten memories: "
+            f"{report.bytes_before:,} -> {report.bytes_after:,} bytes"
+        )
+    return EXIT_OK
+
+
+def _export(store: Store, args: argparse.Namespace, out: Output) -> int:
+    written = store.export_jsonl(args.file, include_vectors=args.vectors)
+    out(json.dumps({"exported": written}) if args.json else f"exported {written} memories")
+    return EXIT_OK
+
+
+def _import(store: Store, args: argparse.Namespace, out: Output) -> int:
+    read = store.import_jsonl(args.file, reembed=args.reembed)
+    out(json.dumps({"imported": read}) if args.json else f"imported {read} memories")
+    return EXIT_OK
+
+
 def _demo(store: Store, args: argparse.Namespace, out: Output) -> int:
     demo.run(store, lambda text: out(text.rstrip("\n")))
     return EXIT_OK
@@ -203,6 +227,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     again.add_argument("--batch-size", type=int, default=256)
     again.set_defaults(run=_reembed, raw_path=True)
+    commands.add_parser("vacuum", help="reclaim forgotten memories' space").set_defaults(
+        run=_vacuum
+    )
+    export = commands.add_parser("export", help="write memories and links as JSON Lines")
+    export.add_argument("file")
+    export.add_argument("--vectors", action="store_true", help="include the vectors")
+    export.set_defaults(run=_export)
+    load = commands.add_parser("import", help="read a JSON Lines export (idempotent)")
+    load.add_argument("file")
+    load.add_argument("--reembed", action="store_true", help="accept another model's export")
+    load.set_defaults(run=_import)
     demo_parser = commands.add_parser("demo", help="remember a conversation and ask it questions")
     demo_parser.set_defaults(run=_demo, demo_store=":memory:")
     return parser

@@ -163,3 +163,22 @@ def contradiction(conn: apsw.Connection, key: int) -> tuple[str | None, float | 
         conn, "SELECT contradicted_by, prior_confidence FROM memories WHERE key = ?", (key,)
     )
     return row[0], row[1]
+
+
+def outgoing(conn: apsw.Connection, key: int) -> list[tuple[str, str, int]]:
+    """``(kind, target id, created_at)`` of a memory's stored relations, sorted."""
+    return [
+        (str(k), str(i), int(c))
+        for k, i, c in conn.execute(
+            "SELECT r.kind, m.id, r.created_at FROM relations r JOIN memories m ON m.key = r.dst "
+            "WHERE r.src = ? ORDER BY r.kind, m.id",
+            (key,),
+        )
+    ]
+
+
+def add_relation_rows(conn: apsw.Connection, rows: Sequence[tuple[int, str, int, int]]) -> None:
+    """Insert ``(src, kind, dst, created_at)`` relations, ignoring ones already there."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO relations (src, kind, dst, created_at) VALUES (?, ?, ?, ?)", rows
+    )

@@ -346,3 +346,40 @@ def forgotten_keys(conn: apsw.Connection) -> list[int]:
     return [
         int(r[0]) for r in conn.execute("SELECT key FROM memories WHERE forgotten_at IS NOT NULL")
     ]
+
+
+EXPORT_COLUMNS = (
+    "key", "id", "namespace", "content", "metadata", "tags", "tier", "level", "agent",
+    "session_id", "created_at", "updated_at", "valid_from", "valid_to", "expires_at",
+    "superseded_by", "confidence", "access_count", "last_accessed_at", "fingerprint",
+    "contradicted_by", "prior_confidence",
+)  # fmt: skip
+_RESTORED = (
+    "updated_at", "superseded_by", "access_count", "last_accessed_at", "contradicted_by",
+    "prior_confidence", "valid_to",
+)  # fmt: skip
+
+
+def export_page(conn: apsw.Connection, after: int, limit: int) -> list[dict[str, Any]]:
+    """Live memories after key ``after``, in key order, every stored field (times in µs)."""
+    rows = conn.execute(
+        f"SELECT {', '.join(EXPORT_COLUMNS)} FROM memories "
+        "WHERE key > ? AND forgotten_at IS NULL ORDER BY key LIMIT ?",
+        (after, limit),
+    ).fetchall()
+    out = []
+    for row in rows:
+        item = dict(zip(EXPORT_COLUMNS, row, strict=True))
+        item["metadata"] = json.loads(str(item["metadata"]))
+        item["tags"] = json.loads(str(item["tags"]))
+        out.append(item)
+    return out
+
+
+def restore_fields(conn: apsw.Connection, key: int, fields: dict[str, Any]) -> None:
+    """Write back the fields an import carries beyond a fresh write."""
+    assignments = ", ".join(f"{name} = ?" for name in _RESTORED)
+    conn.execute(
+        f"UPDATE memories SET {assignments} WHERE key = ?",
+        (*(fields.get(name) for name in _RESTORED), key),
+    )

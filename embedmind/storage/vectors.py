@@ -227,3 +227,13 @@ def meta_set(conn: apsw.Connection, key: str, value: str | None) -> None:
         conn.execute("DELETE FROM meta WHERE key = ?", (key,))
     else:
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+def rows_of(conn: apsw.Connection, key: int) -> list[tuple[int, int, bytes]]:
+    """``(start, end, blob)`` of one memory's vectors, in order."""
+    return [
+        (int(s), int(e), bytes(d))
+        for s, e, d in conn.execute(
+            "SELECT start, end, data FROM vectors WHERE key = ? ORDER BY start, vec_key", (key,)
+        )
+    ]
