@@ -214,3 +214,19 @@ def test_knowledge_update_check_200_facts() -> None:
             past = store.recall(f"person{i} favourite colour", k=1, as_of=T0 + dt.timedelta(days=1))
             assert past.ids == [facts[i].id]
         assert (current, stale) == (200, 0)
+
+
+def test_vacuum_preserves_superseded_memories_and_the_chain(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with embedmind.Store.open(tmp_path / "g.mind", embedder=HashingEmbedder(64)) as store:
+        a = store.remember("rust fact v1", entities=["rust"])
+        b = store.remember("rust fact v2", supersedes=[a.id], entities=["rust"])
+        doomed = store.remember("rust doomed", relations=[("about", b.id)], entities=["doom"])
+        store.forget(doomed.id)
+        report = store.vacuum()
+        assert report.removed == 1
+        assert store.get(doomed.id) is None
+        assert store.get(a.id).superseded_by == b.id
+        assert [(r.memory.id, r.kind) for r in store.related(b.id)] == [(a.id, "supersedes")]
+        assert store.recall("rust fact").ids == [b.id]
+        assert [m.id for m in store.lineage(b.id).older] == [a.id]
+        assert store.stats().graph_entities == 1  # "doom" left with its memory
