@@ -10,6 +10,7 @@ import datetime as _dt
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
@@ -362,11 +363,8 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
         stored: list[Memory] = []
         bar = tqdm(total=len(prepared), disable=not show_progress, unit="memory")
         with bar:
-            for start in range(0, len(prepared), batch_size):
-                batch = prepared[start : start + batch_size]
-                # Embedding runs before the transaction: the writer lock is
-                # held only for the SQL.
-                embedded = self._embed(batch, given[start : start + batch_size])
+            starts = list(range(0, len(prepared), batch_size))
+            for batch, embedded in self._embedded_batches(prepared, given, starts, batch_size):
                 with self._db.write() as conn:
                     written = writes.apply_batch(conn, self._lexical, batch, embedded)
                     self._maybe_save_index(conn)
@@ -375,6 +373,36 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
                 stored += written
                 bar.update(len(batch))
         return stored
+
+    def _embedded_batches(
+        self,
+        prepared: list[drafts.Prepared],
+        given: list[object | None],
+        starts: list[int],
+        size: int,
+    ) -> Iterator[tuple[list[drafts.Prepared], list[Embedded | None]]]:
+        """Yield each batch with its vectors, embedding the next batch meanwhile.
+
+        Embedding happens before (never inside) a write transaction, so the
+        writer lock is held only for the SQL; embedding the next batch in a
+        worker thread while this one is written overlaps the two (onnxruntime
+        releases the GIL).
+        """
+
+        def embed(start: int) -> list[Embedded | None]:
+            return self._embed(prepared[start : start + size], given[start : start + size])
+
+        if self._embedder is None or len(starts) < 2:
+            for start in starts:
+                yield prepared[start : start + size], embed(start)
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedmind-embed") as pool:
+            pending = pool.submit(embed, starts[0])
+            for i, start in enumerate(starts):
+                embedded = pending.result()
+                if i + 1 < len(starts):
+                    pending = pool.submit(embed, starts[i + 1])
+                yield prepared[start : start + size], embedded
 
     def _maybe_save_index(self, conn: Any) -> None:
         if self._vectors is not None and self._vectors.unsaved(conn) >= SAVE_INDEX_AFTER:
