@@ -197,3 +197,9 @@ QueryEmbedder = Callable[[str], npt.NDArray[np.float32]]
 def with_timings(result: Recall, timings: Mapping[str, float]) -> Recall:
     """The same result, carrying per-phase timings."""
     return Recall(result.hits, result.mode, result.channels, result.degraded, dict(timings))
+
+
+def reordered(result: Recall, hits: Sequence[Hit]) -> Recall:
+    """The same result with its hits in a new order (a plugin's rerank), ranks renumbered."""
+    renumbered = tuple(Hit(h.memory, h.score, i, h.channels) for i, h in enumerate(hits, start=1))
+    return Recall(renumbered, result.mode, result.channels, result.degraded, result.timings)

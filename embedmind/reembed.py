@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 
 from embedmind.embedders.adapt import DEFAULT, identity, resolve
 from embedmind.errors import ConflictError, InvalidInputError
+from embedmind.plugins import resolve_embedder
 from embedmind.storage import fileio, records
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.database import Database, normalize_path
@@ -47,7 +48,7 @@ def reembed(
         InvalidInputError: When ``embedder`` is ``None`` or ``batch_size`` invalid.
         ConflictError: When an unfinished re-embed towards another model exists.
     """
-    model = resolve(embedder)
+    model = resolve(resolve_embedder(embedder))
     if model is None:
         raise InvalidInputError("embedder", "re-embedding needs an embedder")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:

@@ -20,6 +20,9 @@ from embedmind import drafts, recall, writes
 from embedmind.embedders.adapt import DEFAULT, identity, normalized, resolve
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import EmbedderMismatchError, InvalidInputError, StorageError
+from embedmind.events import MemoryDeleted, MemoryForgotten, MemoryWritten
+from embedmind.fragment_writer import fragment_on_write
+from embedmind.fragments import Fragments
 from embedmind.ids import validate_id
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import (
@@ -37,7 +40,9 @@ from embedmind.model import (
     Tier,
     Where,
 )
-from embedmind.storage import graph, records
+from embedmind.plugins import notify_committed, resolve_embedder
+from embedmind.policies import EvictionPolicy, FragmentPolicy
+from embedmind.storage import graph, lifecycle, records
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.connection import Synchronous
 from embedmind.storage.database import Database, normalize_path
@@ -83,7 +88,14 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
         >>> store.close()
     """
 
-    def __init__(self, database: Database, embedder: Embedder | None, metrics: Any = None) -> None:
+    def __init__(
+        self,
+        database: Database,
+        embedder: Embedder | None,
+        metrics: Any = None,
+        fragment_policy: FragmentPolicy | None = None,
+        eviction: EvictionPolicy | None = None,
+    ) -> None:
         self._db = database
         self._lexical = LexicalIndex()
         self._embedder = embedder
@@ -92,6 +104,11 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
         if embedder is not None:
             file_path = None if database.path == ":memory:" else database.path + "-vectors"
             self._vectors = VectorIndex(file_path, embedder.dims)
+        self.fragments = Fragments(self, None if embedder is None else embedder.dims)
+        """The fragment index (see :class:`embedmind.fragments.Fragments`)."""
+        self._fragment_policy = fragment_policy
+        self._chunker = None if fragment_policy is None else fragment_policy.resolve()
+        self._eviction = eviction
 
     @property
     def embedder(self) -> Embedder | None:
@@ -107,6 +124,8 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
         synchronous: Synchronous = "FULL",
         busy_timeout: float = 10.0,
         metrics: Any = None,
+        fragment_policy: FragmentPolicy | None = None,
+        eviction: EvictionPolicy | None = None,
     ) -> Store:
         """Open (creating if missing) the store at ``path``; ``":memory:"`` is a throwaway.
 
@@ -125,6 +144,11 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
                 ``delete()``, ``soft_delete()``, ``sweep_expired(tier)``,
                 ``dedup_hit()`` and ``active_by_tier(tier, n)`` is called after
                 the matching change commits.
+            fragment_policy: Chunk and embed every written memory in its scope
+                into the fragment index, best effort (failures are logged with
+                the record id and never fail the write).
+            eviction: Keep at most ``max_records`` memories per namespace (and
+                tier) in its scope, evicting the oldest in the same transaction.
 
         Returns:
             The open store.
@@ -135,7 +159,7 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
             EmbedderMismatchError: When the store's vectors come from another model.
             StorageError: When the file cannot be opened.
         """
-        resolved = resolve(embedder)
+        resolved = resolve(resolve_embedder(embedder))
         database = Database(
             normalize_path(path), synchronous=synchronous, busy_timeout=busy_timeout
         )
@@ -145,7 +169,14 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
         except BaseException:
             database.close()
             raise
-        return cls(database, resolved, metrics)
+        if fragment_policy is not None and resolved is None:
+            database.close()
+            raise InvalidInputError("fragment_policy", "fragments need an embedder")
+        try:
+            return cls(database, resolved, metrics, fragment_policy, eviction)
+        except BaseException:
+            database.close()
+            raise
 
     @property
     def path(self) -> str:
@@ -367,9 +398,15 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
             for batch, embedded in self._embedded_batches(prepared, given, starts, batch_size):
                 with self._db.write() as conn:
                     written = writes.apply_batch(conn, self._lexical, batch, embedded)
+                    evicted = self._evict(conn, written)
                     self._maybe_save_index(conn)
                 for memory in written:
                     emit(self._metrics, "upsert", "write", memory.tier.value)
+                events: list[object] = [
+                    MemoryWritten(m.id, m.namespace, m.tier.value) for m in written
+                ]
+                notify_committed(self, events + [MemoryDeleted(i) for i in evicted])
+                self._fragments_on_write(written)
                 stored += written
                 bar.update(len(batch))
         return stored
@@ -404,6 +441,36 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
                     pending = pool.submit(embed, starts[i + 1])
                 yield prepared[start : start + size], embedded
 
+    def _evict(self, conn: Any, written: Sequence[Memory]) -> list[str]:
+        """Cap-cull: the oldest memories beyond the cap, evicted in the same transaction."""
+        policy = self._eviction
+        if policy is None:
+            return []
+        groups = {
+            (m.namespace, m.tier.value if policy.tiers else None)
+            for m in written
+            if policy.applies(m)
+        }
+        keys = [
+            k
+            for ns, tier in sorted(groups, key=str)
+            for k in lifecycle.oldest_beyond(conn, ns, tier, policy.max_records)
+        ]
+        if not keys:
+            return []
+        ids = [m.id for m in records.select_by_keys(conn, keys).values()]
+        writes.delete_keys(conn, self._lexical, keys)
+        return ids
+
+    def _fragments_on_write(self, written: Sequence[Memory]) -> None:
+        """Fragment-embed-on-write, best effort: failures are logged, never raised."""
+        policy, chunker = self._fragment_policy, self._chunker
+        if policy is None or chunker is None or self._embedder is None:
+            return
+        for memory in written:
+            if policy.applies(memory):
+                fragment_on_write(self, self._embedder, chunker, policy, memory)
+
     def _maybe_save_index(self, conn: Any) -> None:
         if self._vectors is not None and self._vectors.unsaved(conn) >= SAVE_INDEX_AFTER:
             self._vectors.save(conn)
@@ -419,6 +486,7 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
             forgotten = writes.forget(conn, self._lexical, memory_id, at)
         if forgotten:
             emit(self._metrics, "soft_delete")
+            notify_committed(self, [MemoryForgotten(memory_id)])
         return forgotten
 
     def delete(self, id: str) -> bool:
@@ -432,6 +500,7 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
             deleted = writes.delete(conn, self._lexical, memory_id)
         if deleted:
             emit(self._metrics, "delete")
+            notify_committed(self, [MemoryDeleted(memory_id)])
         return deleted
 
     # -- reads -------------------------------------------------------------------

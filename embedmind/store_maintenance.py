@@ -28,7 +28,7 @@ from embedmind.storage.database import Database
 from embedmind.timestamps import resolve_now
 from embedmind.vectors.embedding import Embedded, embed_contents
 from embedmind.vectors.hnsw import VectorIndex
-from embedmind.writes import delete_keys, replace_vectors
+from embedmind.writes import delete_keys, drop_fragments, replace_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -84,12 +84,17 @@ class MaintenanceMethods:
             self._lexical.remove(conn, existing.key, version)
             self._lexical.add(conn, [(existing.key, prepared.content)], version)
             replace_vectors(conn, existing.key, embedded[0])
+            drop_fragments(conn, existing.key)  # their texts hold the old content
             memory = records.select_by_keys(conn, [existing.key])[existing.key]
         self._lexical.clear_cache()
         self._save_vectors()
+        self._after_redaction(memory)
         if not self._db.checkpoint():
             raise StorageError("redacted, but a reader kept the WAL busy: run redact again")
         return memory
+
+    def _after_redaction(self, memory: Memory) -> None:
+        """Hook for the store: re-derive fragments and notify listeners."""
 
     def vacuum(self, *, progress: Callable[[str], None] | None = None) -> VacuumReport:
         """Reclaim the space of forgotten memories and rebuild the file in place.

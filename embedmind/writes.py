@@ -17,6 +17,7 @@ from embedmind.drafts import Prepared
 from embedmind.errors import ConflictError, InvalidInputError, NotFoundError
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Memory
+from embedmind.storage import fragments as fragment_rows
 from embedmind.storage import graph, records
 from embedmind.storage import vectors as vector_rows
 from embedmind.vectors.embedding import Embedded
@@ -176,6 +177,7 @@ def forget(conn: apsw.Connection, lexical: LexicalIndex, memory_id: str, now: in
     records.mark_forgotten(conn, existing.key, now)
     lexical.remove(conn, existing.key, version)
     vector_rows.remove_memory(conn, existing.key)
+    drop_fragments(conn, existing.key)
     return True
 
 
@@ -194,5 +196,12 @@ def delete_keys(conn: apsw.Connection, lexical: LexicalIndex, keys: Sequence[int
     for key in keys:
         lexical.remove(conn, key, version)
         vector_rows.remove_memory(conn, key)
+        drop_fragments(conn, key)
         graph.drop_memory(conn, key)
         records.delete(conn, key)
+
+
+def drop_fragments(conn: apsw.Connection, key: int) -> None:
+    """Remove a memory's fragments (and where they came from) in the caller's transaction."""
+    vector_rows.remove_memory(conn, key, vector_rows.FRAGMENTS)
+    fragment_rows.set_source(conn, key, None)

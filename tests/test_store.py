@@ -11,6 +11,7 @@ import pytest
 
 import embedmind
 from embedmind import Draft, Level, Tier
+from embedmind.storage import migrations
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)
@@ -186,7 +187,7 @@ def test_stats_breaks_down_live_memories(store: embedmind.Store) -> None:
     assert stats.by_agent["bot"].live == 1 and stats.by_agent["bot"].sessions == ()
     assert stats.by_namespace == {"n1": 2, "n2": 1}
     assert stats.by_tier == {"semantic": 2, "working": 1}
-    assert stats.schema_version == 3
+    assert stats.schema_version == migrations.LATEST
 
 
 def test_filters_tags_tiers_agent_session(store: embedmind.Store) -> None:

@@ -35,12 +35,8 @@ def resolve(embedder: object) -> Embedder | None:
     """
     if embedder is None:
         return None
-    if embedder == DEFAULT or embedder == "all-MiniLM-L6-v2":
-        from embedmind.embedders.minilm import default_embedder
-
-        return cast(Embedder, default_embedder())
     if isinstance(embedder, str):
-        raise InvalidInputError("embedder", f"unknown embedder name {embedder!r}")
+        raise InvalidInputError("embedder", "names are resolved through the plugin registry")
     if isinstance(embedder, Embedder):
         return embedder
     for documents_name, query_name in (

@@ -126,3 +126,15 @@ def rename_link_endpoints(conn: apsw.Connection, old: str, new: str) -> None:
 def count_live(conn: apsw.Connection) -> int:
     """Live memories."""
     return int(fetch_one(conn, "SELECT count(*) FROM memories WHERE forgotten_at IS NULL")[0])
+
+
+def oldest_beyond(conn: apsw.Connection, namespace: str, tier: str | None, cap: int) -> list[int]:
+    """Keys of the oldest live memories of a namespace (and tier) beyond the newest ``cap``."""
+    return [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT key FROM memories WHERE namespace = ? AND (? IS NULL OR tier = ?) "
+            "AND forgotten_at IS NULL ORDER BY created_at DESC, key DESC LIMIT -1 OFFSET ?",
+            (namespace, tier, tier, cap),
+        )
+    ]

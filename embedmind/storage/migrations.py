@@ -157,7 +157,33 @@ def m0003_graph(conn: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (m0001_initial, m0002_vectors, m0003_graph)
+def m0004_fragments(conn: apsw.Connection) -> None:
+    """The fragment index: located vectors per record, their log, their source fingerprints."""
+    conn.execute(
+        """
+        CREATE TABLE fragments (
+            vec_key INTEGER PRIMARY KEY AUTOINCREMENT,
+            key INTEGER NOT NULL,
+            start INTEGER NOT NULL,
+            end INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            text TEXT
+        ) STRICT;
+        CREATE INDEX fragments_by_memory ON fragments (key);
+        CREATE TABLE fragment_log (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            vec_key INTEGER NOT NULL,
+            added INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE fragment_sources (
+            key INTEGER PRIMARY KEY,
+            fingerprint TEXT NOT NULL
+        ) STRICT;
+        """
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (m0001_initial, m0002_vectors, m0003_graph, m0004_fragments)
 LATEST = len(MIGRATIONS)
 
 

@@ -24,6 +24,21 @@ import numpy.typing as npt
 
 from embedmind.storage.connection import fetch_one
 
+
+@dataclass(frozen=True)
+class Space:
+    """A family of vectors with its own table, change log and index file."""
+
+    table: str
+    log: str
+    index_name: str
+
+
+MEMORY = Space("vectors", "vector_log", "memory-vectors")
+"""The memories' own vectors (one per chunk)."""
+FRAGMENTS = Space("fragments", "fragment_log", "fragments")
+"""The fragment index (many located vectors per record)."""
+
 IDENTITY_KEYS = ("model_id", "dims", "metric", "fingerprint")
 
 
@@ -54,85 +69,104 @@ def write_identity(conn: apsw.Connection, identity: dict[str, str]) -> None:
 
 
 def add(
-    conn: apsw.Connection, key: int, spans: Sequence[tuple[int, int]], blobs: Sequence[bytes]
+    conn: apsw.Connection,
+    key: int,
+    spans: Sequence[tuple[int, int]],
+    blobs: Sequence[bytes],
+    space: Space = MEMORY,
 ) -> list[int]:
     """Store a memory's vectors (one per span) and log them; return their vec_keys."""
     vec_keys = [
         int(row[0])
         for row in conn.executemany(
-            "INSERT INTO vectors (key, start, end, data) VALUES (?, ?, ?, ?) RETURNING vec_key",
+            f"INSERT INTO {space.table} (key, start, end, data) VALUES (?, ?, ?, ?) "
+            "RETURNING vec_key",
             [(key, s, e, b) for (s, e), b in zip(spans, blobs, strict=True)],
         )
     ]
     conn.executemany(
-        "INSERT INTO vector_log (vec_key, added) VALUES (?, 1)", [(v,) for v in vec_keys]
+        f"INSERT INTO {space.log} (vec_key, added) VALUES (?, 1)", [(v,) for v in vec_keys]
     )
     return vec_keys
 
 
-def remove_memory(conn: apsw.Connection, key: int) -> int:
+def remove_memory(conn: apsw.Connection, key: int, space: Space = MEMORY) -> int:
     """Drop a memory's vectors and log their removal; return how many there were."""
     vec_keys = [
-        int(r[0]) for r in conn.execute("SELECT vec_key FROM vectors WHERE key = ?", (key,))
+        int(r[0]) for r in conn.execute(f"SELECT vec_key FROM {space.table} WHERE key = ?", (key,))
     ]
     if vec_keys:
-        conn.execute("DELETE FROM vectors WHERE key = ?", (key,))
+        conn.execute(f"DELETE FROM {space.table} WHERE key = ?", (key,))
         conn.executemany(
-            "INSERT INTO vector_log (vec_key, added) VALUES (?, 0)", [(v,) for v in vec_keys]
+            f"INSERT INTO {space.log} (vec_key, added) VALUES (?, 0)", [(v,) for v in vec_keys]
         )
     return len(vec_keys)
 
 
-def last_seq(conn: apsw.Connection) -> int:
+def last_seq(conn: apsw.Connection, space: Space = MEMORY) -> int:
     """The newest change-log sequence ever assigned (trimming never lowers it)."""
-    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'").fetchone()
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (space.log,)).fetchone()
     return 0 if row is None else int(row[0])
 
 
-def first_seq(conn: apsw.Connection) -> int | None:
+def first_seq(conn: apsw.Connection, space: Space = MEMORY) -> int | None:
     """The oldest change-log sequence still kept (None when the log is empty)."""
-    row = fetch_one(conn, "SELECT min(seq) FROM vector_log")
+    row = fetch_one(conn, f"SELECT min(seq) FROM {space.log}")
     return None if row[0] is None else int(row[0])
 
 
-def changes_since(conn: apsw.Connection, seq: int) -> list[tuple[int, int, int]]:
+def changes_since(
+    conn: apsw.Connection, seq: int, space: Space = MEMORY
+) -> list[tuple[int, int, int]]:
     """``(seq, vec_key, added)`` after ``seq``, oldest first."""
     return [
         (int(a), int(b), int(c))
         for a, b, c in conn.execute(
-            "SELECT seq, vec_key, added FROM vector_log WHERE seq > ? ORDER BY seq", (seq,)
+            f"SELECT seq, vec_key, added FROM {space.log} WHERE seq > ? ORDER BY seq", (seq,)
         )
     ]
 
 
 def load(
-    conn: apsw.Connection, vec_keys: Sequence[int], dims: int
+    conn: apsw.Connection,
+    vec_keys: Sequence[int],
+    dims: int,
+    space: Space = MEMORY,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """``(vec_keys, memory keys, vectors)`` of the given vec_keys that still exist."""
     rows = conn.execute(
-        "SELECT vec_key, key, data FROM vectors WHERE vec_key IN (SELECT value FROM json_each(?))",
+        f"SELECT vec_key, key, data FROM {space.table} "
+        "WHERE vec_key IN (SELECT value FROM json_each(?))",
         (json.dumps([int(v) for v in vec_keys]),),
     ).fetchall()
     return _arrays(rows, dims)
 
 
 def load_all(
-    conn: apsw.Connection, dims: int, after: int = 0, limit: int = 50_000
+    conn: apsw.Connection,
+    dims: int,
+    after: int = 0,
+    limit: int = 50_000,
+    space: Space = MEMORY,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """One page of every stored vector, in vec_key order, after ``after``."""
     rows = conn.execute(
-        "SELECT vec_key, key, data FROM vectors WHERE vec_key > ? ORDER BY vec_key LIMIT ?",
+        f"SELECT vec_key, key, data FROM {space.table} WHERE vec_key > ? ORDER BY vec_key LIMIT ?",
         (after, limit),
     ).fetchall()
     return _arrays(rows, dims)
 
 
 def of_memories(
-    conn: apsw.Connection, condition: str, params: Sequence[object], dims: int
+    conn: apsw.Connection,
+    condition: str,
+    params: Sequence[object],
+    dims: int,
+    space: Space = MEMORY,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """Every vector of the memories matching ``condition`` (over ``memories m``)."""
     rows = conn.execute(
-        f"SELECT v.vec_key, v.key, v.data FROM memories m JOIN vectors v ON v.key = m.key "
+        f"SELECT v.vec_key, v.key, v.data FROM memories m JOIN {space.table} v ON v.key = m.key "
         f"WHERE {condition}",
         params,
     ).fetchall()
@@ -149,19 +183,19 @@ def _arrays(
     return vec_keys, keys, vectors
 
 
-def spans_of(conn: apsw.Connection, key: int) -> list[tuple[int, int]]:
+def spans_of(conn: apsw.Connection, key: int, space: Space = MEMORY) -> list[tuple[int, int]]:
     """The ``[start, end)`` spans of a memory's vectors, in order."""
     return [
         (int(s), int(e))
         for s, e in conn.execute(
-            "SELECT start, end FROM vectors WHERE key = ? ORDER BY start, vec_key", (key,)
+            f"SELECT start, end FROM {space.table} WHERE key = ? ORDER BY start, vec_key", (key,)
         )
     ]
 
 
-def count(conn: apsw.Connection) -> int:
+def count(conn: apsw.Connection, space: Space = MEMORY) -> int:
     """Number of stored vectors."""
-    return int(fetch_one(conn, "SELECT count(*) FROM vectors")[0])
+    return int(fetch_one(conn, f"SELECT count(*) FROM {space.table}")[0])
 
 
 def index_file(conn: apsw.Connection, name: str) -> IndexFile | None:
@@ -180,17 +214,21 @@ def record_index_file(conn: apsw.Connection, name: str, entry: IndexFile) -> Non
     )
 
 
-def trim_log(conn: apsw.Connection, up_to: int) -> None:
+def trim_log(conn: apsw.Connection, up_to: int, space: Space = MEMORY) -> None:
     """Drop change-log entries an index file already reflects."""
-    conn.execute("DELETE FROM vector_log WHERE seq <= ?", (up_to,))
+    conn.execute(f"DELETE FROM {space.log} WHERE seq <= ?", (up_to,))
 
 
 def admitted_owners(
-    conn: apsw.Connection, vec_keys: Sequence[int], condition: str, params: Sequence[object]
+    conn: apsw.Connection,
+    vec_keys: Sequence[int],
+    condition: str,
+    params: Sequence[object],
+    space: Space = MEMORY,
 ) -> dict[int, int]:
     """Map each of ``vec_keys`` whose memory ``condition`` admits to that memory's key."""
     sql = (
-        "SELECT v.vec_key, v.key FROM vectors v JOIN memories m ON m.key = v.key "
+        f"SELECT v.vec_key, v.key FROM {space.table} v JOIN memories m ON m.key = v.key "
         f"WHERE v.vec_key IN (SELECT value FROM json_each(?)) AND {condition}"
     )
     return {
@@ -200,11 +238,15 @@ def admitted_owners(
 
 
 def of_keys(
-    conn: apsw.Connection, keys: Sequence[int], dims: int
+    conn: apsw.Connection,
+    keys: Sequence[int],
+    dims: int,
+    space: Space = MEMORY,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """Every vector of the given memories."""
     rows = conn.execute(
-        "SELECT vec_key, key, data FROM vectors WHERE key IN (SELECT value FROM json_each(?))",
+        f"SELECT vec_key, key, data FROM {space.table} "
+        "WHERE key IN (SELECT value FROM json_each(?))",
         (json.dumps([int(k) for k in keys]),),
     ).fetchall()
     return _arrays(rows, dims)
@@ -229,11 +271,12 @@ def meta_set(conn: apsw.Connection, key: str, value: str | None) -> None:
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
 
-def rows_of(conn: apsw.Connection, key: int) -> list[tuple[int, int, bytes]]:
+def rows_of(conn: apsw.Connection, key: int, space: Space = MEMORY) -> list[tuple[int, int, bytes]]:
     """``(start, end, blob)`` of one memory's vectors, in order."""
     return [
         (int(s), int(e), bytes(d))
         for s, e, d in conn.execute(
-            "SELECT start, end, data FROM vectors WHERE key = ? ORDER BY start, vec_key", (key,)
+            f"SELECT start, end, data FROM {space.table} WHERE key = ? ORDER BY start, vec_key",
+            (key,),
         )
     ]

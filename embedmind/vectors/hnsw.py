@@ -43,7 +43,6 @@ def _usearch_index() -> Any:
     return importlib.import_module("usearch.index").Index
 
 
-INDEX_NAME = "memory-vectors"
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 _REBUILD_PAGE = 50_000
@@ -69,8 +68,15 @@ def default_ef(size: int) -> int:
 class VectorIndex:
     """One store's HNSW index in this process."""
 
-    def __init__(self, file_path: str | None, dims: int, dtype: str = "f16") -> None:
+    def __init__(
+        self,
+        file_path: str | None,
+        dims: int,
+        dtype: str = "f16",
+        space: store.Space = store.MEMORY,
+    ) -> None:
         self.file_path = file_path
+        self.space = space
         self.dims = dims
         self.dtype = dtype
         self._index: Index | None = None
@@ -95,20 +101,20 @@ class VectorIndex:
     def sync(self, conn: apsw.Connection) -> None:
         """Bring the in-memory index up to the committed state ``conn`` sees."""
         with self._lock:
-            last = store.last_seq(conn)
+            last = store.last_seq(conn, self.space)
             if self._index is None:
                 self._open(conn)
                 return
             if last == self._applied:
                 return
-            first = store.first_seq(conn)
+            first = store.first_seq(conn, self.space)
             if first is None or first > self._applied + 1:
                 self._open(conn)  # the log was trimmed past what we applied
                 return
             self._replay(conn, self._applied)
 
     def _open(self, conn: apsw.Connection) -> None:
-        entry = store.index_file(conn, INDEX_NAME)
+        entry = store.index_file(conn, self.space.index_name)
         if self.file_path is not None and entry is not None:
             data = fileio.read_verified(self.file_path, entry.size, entry.checksum)
             if data is not None:
@@ -137,10 +143,10 @@ class VectorIndex:
 
     def _rebuild(self, conn: apsw.Connection) -> None:
         index = self._new()
-        applied = store.last_seq(conn)
+        applied = store.last_seq(conn, self.space)
         after = 0
         while True:
-            vec_keys, _, vectors = store.load_all(conn, self.dims, after, _REBUILD_PAGE)
+            vec_keys, _, vectors = store.load_all(conn, self.dims, after, _REBUILD_PAGE, self.space)
             if not len(vec_keys):
                 break
             index.add(vec_keys.astype(np.uint64), vectors)
@@ -152,7 +158,7 @@ class VectorIndex:
         assert self._index is not None  # callers load the index first
         final: dict[int, int] = {}
         last = since
-        for seq, vec_key, added in store.changes_since(conn, since):
+        for seq, vec_key, added in store.changes_since(conn, since, self.space):
             final[vec_key] = added
             last = seq
         removed = [k for k, added in final.items() if not added and k in self._index]
@@ -160,10 +166,10 @@ class VectorIndex:
             self._index.remove(key)
         wanted = [k for k, added in final.items() if added and k not in self._index]
         if wanted:
-            vec_keys, _, vectors = store.load(conn, wanted, self.dims)
+            vec_keys, _, vectors = store.load(conn, wanted, self.dims, self.space)
             if len(vec_keys):
                 self._index.add(vec_keys.astype(np.uint64), vectors)
-        self._applied = max(last, store.last_seq(conn))
+        self._applied = max(last, store.last_seq(conn, self.space))
 
     def search(
         self, query: npt.NDArray[np.float32], count: int, ef: int
@@ -194,22 +200,22 @@ class VectorIndex:
             index = self._index
             if index is None:
                 return False
-            entry = store.index_file(conn, INDEX_NAME)
+            entry = store.index_file(conn, self.space.index_name)
             if not force and entry is not None and entry.seq == self._applied:
                 return False
             size, checksum = fileio.write_atomically(
                 self.file_path, lambda temp: _save(index, temp)
             )
             store.record_index_file(
-                conn, INDEX_NAME, store.IndexFile(self._applied, checksum, size)
+                conn, self.space.index_name, store.IndexFile(self._applied, checksum, size)
             )
-            store.trim_log(conn, self._applied)
+            store.trim_log(conn, self._applied, self.space)
             return True
 
     def unsaved(self, conn: apsw.Connection) -> int:
         """How many log entries the registered file does not reflect yet."""
-        entry = store.index_file(conn, INDEX_NAME)
-        return store.last_seq(conn) - (0 if entry is None else entry.seq)
+        entry = store.index_file(conn, self.space.index_name)
+        return store.last_seq(conn, self.space) - (0 if entry is None else entry.seq)
 
 
 def _save(index: Index, path: str) -> None:

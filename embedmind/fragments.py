@@ -1,0 +1,256 @@
+"""The fragment index: many located vectors per record (sub-document knowledge).
+
+``store.fragments`` holds fragments of memories: each a half-open
+``[start, end)`` locator in the caller's unit (characters by default), a
+vector, and its text when known. ``put`` replaces all of a record's fragments
+(a re-authored document never leaves a stale one), ``remove`` is idempotent,
+and ``query`` returns hits best first with the per-record cap applied while
+selecting. Memory recall stays record-granular; fragments are a separate
+index. Vectors are durable in SQLite and indexed by a derived usearch index
+under the same rules as the memory vectors.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from embedmind.embedders.adapt import normalized
+from embedmind.errors import EmbedmindError, InvalidInputError, NotFoundError
+from embedmind.ids import validate_id
+from embedmind.model import NamespaceScope, Where
+from embedmind.storage import fragments as rows
+from embedmind.storage import records
+from embedmind.storage import vectors as vector_rows
+from embedmind.storage.selection import Selection
+from embedmind.storage.vectors import FRAGMENTS
+from embedmind.timestamps import resolve_now
+from embedmind.vectors.capped import nearest_capped
+from embedmind.vectors.hnsw import VectorIndex
+
+if TYPE_CHECKING:
+    from embedmind.store import Store
+
+logger = logging.getLogger(__name__)
+MAX_FRAGMENTS = 100_000
+
+
+@dataclass(frozen=True)
+class Locator:
+    """A half-open ``[start, end)`` span in the caller's unit."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class FragmentHit:
+    """One fragment matching a query.
+
+    Attributes:
+        record_id: The memory the fragment belongs to.
+        locator: Where in the record it is.
+        score: Cosine similarity to the query (higher is better).
+        text: The fragment's text, when known.
+    """
+
+    record_id: str
+    locator: Locator
+    score: float
+    text: str | None
+
+
+Fragment = tuple[Locator | tuple[int, int], Sequence[float] | str]
+"""``(locator, vector or text)`` — text is embedded with the store's embedder."""
+
+
+class Fragments:
+    """The fragment index of one store (``store.fragments``)."""
+
+    def __init__(self, store: Store, dims: int | None) -> None:
+        self._store = store
+        file_path = None if store.path == ":memory:" else store.path + "-fragments"
+        self.index = None if dims is None else VectorIndex(file_path, dims, space=FRAGMENTS)
+
+    def put(self, record_id: str, fragments: Sequence[Fragment]) -> int:
+        """Replace all of a record's fragments; return how many it now holds.
+
+        Raises:
+            NotFoundError: When the record does not exist or was forgotten.
+            InvalidInputError: When a locator, vector or text is invalid, or the
+                store has no embedder.
+        """
+        index = self._require_index()
+        memory_id = validate_id(record_id, "record_id")
+        spans, vectors, texts = self._prepare(fragments, index.dims)
+        with self._store._db.write() as conn:
+            key = _live_key(conn, memory_id)
+            vector_rows.remove_memory(conn, key, FRAGMENTS)
+            blobs = [row.astype("<f4").tobytes() for row in vectors]
+            return rows.add(conn, key, spans, blobs, texts) if spans else 0
+
+    def remove(self, record_id: str) -> bool:
+        """Drop every fragment of a record; whether there were any (idempotent)."""
+        memory_id = validate_id(record_id, "record_id")
+        with self._store._db.write() as conn:
+            existing = records.find(conn, memory_id)
+            if existing is None:
+                return False
+            rows.set_source(conn, existing.key, None)
+            return vector_rows.remove_memory(conn, existing.key, FRAGMENTS) > 0
+
+    def query(
+        self,
+        query: str | Sequence[float],
+        *,
+        k: int = 10,
+        max_per_record: int | None = None,
+        namespace: NamespaceScope = None,
+        where: Where | None = None,
+        now: _dt.datetime | None = None,
+    ) -> list[FragmentHit]:
+        """The ``k`` fragments nearest to ``query``, at most ``max_per_record`` per record.
+
+        The cap is applied while selecting, before the ``k`` cut, and the search
+        widens until ``k`` hits respecting it exist or the index is exhausted.
+        """
+        index = self._require_index()
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 10_000:
+            raise InvalidInputError("k", "expected an int within 1-10,000")
+        if max_per_record is not None and (
+            isinstance(max_per_record, bool)
+            or not isinstance(max_per_record, int)
+            or max_per_record < 1
+        ):
+            raise InvalidInputError("max_per_record", "expected a positive int or None")
+        vector = self._query_vector(query, index.dims)
+        condition = Selection(resolve_now(now), namespace, where).compile()
+        with self._store._db.read() as conn:
+            found = nearest_capped(conn, index, vector, condition, k, max_per_record)
+            info = rows.details(conn, [v for v, _, _ in found])
+        return [
+            FragmentHit(info[v][0], Locator(info[v][1], info[v][2]), float(score), info[v][3])
+            for v, _, score in found
+            if v in info
+        ]
+
+    @property
+    def record_count(self) -> int:
+        """Records holding at least one fragment."""
+        with self._store._db.read() as conn:
+            return rows.counts(conn)[0]
+
+    @property
+    def fragment_count(self) -> int:
+        """Fragments stored."""
+        with self._store._db.read() as conn:
+            return rows.counts(conn)[1]
+
+    @property
+    def wired(self) -> bool:
+        """Whether fragments can be embedded and queried (the store has an embedder)."""
+        return self.index is not None
+
+    def _require_index(self) -> VectorIndex:
+        if self.index is None:
+            raise InvalidInputError("fragments", "the store was opened without an embedder")
+        return self.index
+
+    def _query_vector(self, query: str | Sequence[float], dims: int) -> Any:
+        if isinstance(query, str):
+            embedder = self._store.embedder
+            assert embedder is not None  # an index implies an embedder
+            return normalized(embedder.embed_query(query), dims)[0]
+        return normalized(query, dims, "query")[0]
+
+    def _prepare(
+        self, fragments: Sequence[Fragment], dims: int
+    ) -> tuple[list[tuple[int, int]], Any, list[str | None]]:
+        if isinstance(fragments, str) or not isinstance(fragments, Sequence):
+            raise InvalidInputError("fragments", "expected a list of (locator, vector or text)")
+        if len(fragments) > MAX_FRAGMENTS:
+            raise InvalidInputError("fragments", f"more than {MAX_FRAGMENTS} for one record")
+        spans, given, texts = [], [], []
+        for locator, payload in fragments:
+            spans.append(_span(locator))
+            texts.append(payload if isinstance(payload, str) else None)
+            given.append(payload)
+        to_embed = [t for t in texts if t is not None]
+        embedder = self._store.embedder
+        embedded = (
+            iter(normalized(embedder.embed_documents(to_embed), dims))
+            if to_embed and embedder
+            else iter(())
+        )
+        vectors = [next(embedded) if isinstance(p, str) else normalized(p, dims)[0] for p in given]
+        return spans, vectors, texts
+
+
+def _span(locator: object) -> tuple[int, int]:
+    pair: Any = (locator.start, locator.end) if isinstance(locator, Locator) else locator
+    bad = InvalidInputError("locator", f"expected 0 <= start < end integers, got {locator!r}")
+    if not isinstance(pair, tuple | list) or len(pair) != 2:
+        raise bad
+    start, end = pair
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in (start, end)):
+        raise bad
+    if not 0 <= start < end:
+        raise bad
+    return int(start), int(end)
+
+
+def _live_key(conn: Any, memory_id: str) -> int:
+    existing = records.find(conn, memory_id)
+    if existing is None or existing.forgotten:
+        raise NotFoundError(memory_id, "record")
+    return existing.key
+
+
+UNWIRED_MESSAGE = "fragment recall: no fragment index is wired (open the store with an embedder)"
+
+
+class FragmentRecallError(EmbedmindError, RuntimeError):
+    """Fragment recall could not run; the message says which step failed."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a :class:`FragmentRetriever` can do."""
+
+    supports_fragment_recall: bool
+
+
+class FragmentRetriever:
+    """Fragment recall for an engine user: fails loudly, never a silent empty list."""
+
+    def __init__(self, store: Store) -> None:
+        self._fragments = store.fragments
+        self.capabilities = Capabilities(self._fragments.wired)
+
+    def retrieve(
+        self, query: str, *, k: int = 10, max_per_record: int | None = None, **filters: Any
+    ) -> list[FragmentHit]:
+        """The best fragments for ``query`` (``k`` 10 by default, no cap by default).
+
+        Raises:
+            FragmentRecallError: When unwired, when the query embedding fails, or
+                when the fragment index fails.
+        """
+        if not self._fragments.wired:
+            raise FragmentRecallError(UNWIRED_MESSAGE)
+        try:
+            vector = self._fragments._query_vector(query, self._fragments._require_index().dims)
+        except Exception as e:
+            raise FragmentRecallError(f"fragment recall: query embedding failed: {e}") from e
+        try:
+            return self._fragments.query(
+                vector.tolist(), k=k, max_per_record=max_per_record, **filters
+            )
+        except Exception as e:
+            raise FragmentRecallError(f"fragment recall: fragment query failed: {e}") from e
+
+
+ChunkerFunction = Callable[[str], list[tuple[int, int]]]

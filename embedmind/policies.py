@@ -1,0 +1,98 @@
+"""Per-store write policies: fragment-embed-on-write and cap-cull eviction.
+
+Both apply to memories in their scope — a namespace scope (``"a/b"``,
+``"a/b/*"``, a list, or ``None`` for all) and optionally a set of tiers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from embedmind.chunking import BUILT_IN, Chunker
+from embedmind.errors import InvalidInputError
+from embedmind.model import Memory, Tier
+from embedmind.namespaces import in_scope
+
+
+@dataclass(frozen=True)
+class FragmentPolicy:
+    """Chunk and embed each written memory into the fragment index, best effort.
+
+    Attributes:
+        chunker: A registered chunker name (``"sentences"``, ``"paragraphs"``,
+            ``"words"``, ``"characters"``) or a function ``(text, window,
+            overlap) -> [(start, end), ...]``.
+        window: Chunk size (characters, or words for ``"words"``).
+        overlap: Shared size between consecutive chunks.
+        namespaces: Which namespaces it applies to (``None``: all).
+        tiers: Which tiers it applies to (empty: all).
+    """
+
+    chunker: str | Chunker = "sentences"
+    window: int = 512
+    overlap: int = 64
+    namespaces: str | Sequence[str] | None = None
+    tiers: Sequence[Tier | str] = field(default_factory=tuple)
+
+    def resolve(self) -> Chunker:
+        """The chunker function.
+
+        Raises:
+            InvalidInputError: When the name is unknown or the sizes are invalid.
+        """
+        if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1:
+            raise InvalidInputError("window", "expected a positive int")
+        if not isinstance(self.overlap, int) or not 0 <= self.overlap < self.window:
+            raise InvalidInputError("overlap", "expected an int within [0, window)")
+        if callable(self.chunker):
+            return self.chunker
+        from embedmind.plugins import chunkers
+
+        found = chunkers().get(self.chunker) or BUILT_IN.get(self.chunker)
+        if found is None:
+            raise InvalidInputError("chunker", f"unknown chunker {self.chunker!r}")
+        return found
+
+    def applies(self, memory: Memory) -> bool:
+        """Whether ``memory`` is in this policy's scope."""
+        return _applies(memory, self.namespaces, self.tiers)
+
+
+@dataclass(frozen=True)
+class EvictionPolicy:
+    """Keep at most ``max_records`` live memories per namespace (and tier) in scope.
+
+    Writing past the cap evicts the oldest memories (by ``created_at``) in the
+    same transaction; their vectors and fragments go with them.
+
+    Attributes:
+        max_records: The cap.
+        namespaces: Which namespaces it applies to (``None``: all).
+        tiers: Which tiers it applies to, each counted separately (empty: all
+            tiers counted together).
+    """
+
+    max_records: int
+    namespaces: str | Sequence[str] | None = None
+    tiers: Sequence[Tier | str] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.max_records, bool)
+            or not isinstance(self.max_records, int)
+            or self.max_records < 1
+        ):
+            raise InvalidInputError("max_records", "expected a positive int")
+
+    def applies(self, memory: Memory) -> bool:
+        """Whether ``memory`` is in this policy's scope."""
+        return _applies(memory, self.namespaces, self.tiers)
+
+
+def _applies(
+    memory: Memory, namespaces: str | Sequence[str] | None, tiers: Sequence[Tier | str]
+) -> bool:
+    if not in_scope(memory.namespace, namespaces):
+        return False
+    return not tiers or memory.tier.value in {Tier(t).value for t in tiers}
