@@ -264,7 +264,7 @@ def test_query_equals_a_greedy_brute_force_reference(
         )
         taken: dict[int, int] = {}
         expected = []
-        for score, i, rec in scored:
+        for score, _i, rec in scored:
             if cap is not None and taken.get(rec, 0) >= cap:
                 continue
             taken[rec] = taken.get(rec, 0) + 1
