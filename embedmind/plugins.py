@@ -159,6 +159,22 @@ def rerank(query: str, hits: Sequence[Any]) -> Sequence[Any] | None:
     return result
 
 
+def register(plugin: object, name: str | None = None) -> None:
+    """Register a plugin object at run time (the registry is collected again)."""
+    global _registry
+    manager().register(plugin, name=name)
+    with _lock:
+        _registry = None
+
+
+def unregister(plugin: object) -> None:
+    """Remove a plugin registered with :func:`register`."""
+    global _registry
+    manager().unregister(plugin)
+    with _lock:
+        _registry = None
+
+
 def reset() -> None:
     """Forget loaded plugins (tests; the next call loads them again)."""
     global _manager, _registry, _pending

@@ -20,7 +20,7 @@ from embedmind import drafts, recall, writes
 from embedmind.embedders.adapt import DEFAULT, identity, normalized, resolve
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import EmbedderMismatchError, InvalidInputError, StorageError
-from embedmind.events import MemoryDeleted, MemoryForgotten, MemoryWritten
+from embedmind.events import MemoryDeleted, MemoryForgotten, MemoryRedacted, MemoryWritten
 from embedmind.fragment_writer import fragment_on_write
 from embedmind.fragments import Fragments
 from embedmind.ids import validate_id
@@ -41,6 +41,7 @@ from embedmind.model import (
     Where,
 )
 from embedmind.plugins import notify_committed, resolve_embedder
+from embedmind.plugins import rerank as plugin_rerank
 from embedmind.policies import EvictionPolicy, FragmentPolicy
 from embedmind.storage import graph, lifecycle, records
 from embedmind.storage import vectors as vector_rows
@@ -462,6 +463,10 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
         writes.delete_keys(conn, self._lexical, keys)
         return ids
 
+    def _after_redaction(self, memory: Memory) -> None:
+        notify_committed(self, [MemoryRedacted(memory.id)])
+        self._fragments_on_write([memory])
+
     def _fragments_on_write(self, written: Sequence[Memory]) -> None:
         """Fragment-embed-on-write, best effort: failures are logged, never raised."""
         policy, chunker = self._fragment_policy, self._chunker
@@ -662,6 +667,10 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
             result = recall.execute(
                 conn, self._lexical, self._vectors, query_vector, request, timer
             )
+        reordered = plugin_rerank(query, result.hits)
+        if reordered is not None:
+            result = recall.reordered(result, reordered)
+            timer.lap("rerank")
         return recall.with_timings(result, timer.phases) if explain else result
 
     def stats(self, *, now: _dt.datetime | None = None) -> Stats:

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from embedmind.cli import demo
+from embedmind.cli import demo, doctor
 from embedmind.errors import (
     ConflictError,
     EmbedmindError,
@@ -177,6 +177,10 @@ def _import(store: Store, args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _doctor(store_path: str, args: argparse.Namespace, out: Output) -> int:
+    return EXIT_OK if doctor.report(out) == 0 else EXIT_STORAGE
+
+
 def _demo(store: Store, args: argparse.Namespace, out: Output) -> int:
     demo.run(store, lambda text: out(text.rstrip("\n")))
     return EXIT_OK
@@ -229,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     again.set_defaults(run=_reembed, raw_path=True)
     commands.add_parser("vacuum", help="reclaim forgotten memories' space").set_defaults(
         run=_vacuum
+    )
+    commands.add_parser("doctor", help="versions, models, plugins, adapters").set_defaults(
+        run=_doctor, raw_path=True
     )
     export = commands.add_parser("export", help="write memories and links as JSON Lines")
     export.add_argument("file")
