@@ -148,8 +148,9 @@ def main() -> None:
     embedder = MiniLMEmbedder()
     print(f"embedder {embedder.model_id} variant {embedder.variant} threads {embedder.threads}")
     ingest_ratio(embedder, list(iter_documents(args.ingest)))
-    with tempfile.TemporaryDirectory() as tmp:
-        vector_channel(embedder, args.size, make_queries(args.queries), Path(tmp))
+    if args.size > 0:  # --size 0: the ingest comparison only
+        with tempfile.TemporaryDirectory() as tmp:
+            vector_channel(embedder, args.size, make_queries(args.queries), Path(tmp))
 
 
 if __name__ == "__main__":
