@@ -227,9 +227,12 @@ def admitted_owners(
     space: Space = MEMORY,
 ) -> dict[int, int]:
     """Map each of ``vec_keys`` whose memory ``condition`` admits to that memory's key."""
+    # CROSS JOIN fixes the join order: from the given vec_keys to their rows
+    # to their memories. Left to itself the planner may scan every memory.
     sql = (
-        f"SELECT v.vec_key, v.key FROM {space.table} v JOIN memories m ON m.key = v.key "
-        f"WHERE v.vec_key IN (SELECT value FROM json_each(?)) AND {condition}"
+        f"SELECT v.vec_key, v.key FROM json_each(?) AS j CROSS JOIN {space.table} AS v "
+        "CROSS JOIN memories AS m WHERE v.vec_key = j.value AND m.key = v.key "
+        f"AND {condition}"
     )
     return {
         int(a): int(b)
