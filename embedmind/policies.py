@@ -31,7 +31,7 @@ class FragmentPolicy:
 
     chunker: str | Chunker = "sentences"
     window: int = 512
-    overlap: int = 64
+    overlap: int = 0
     namespaces: str | Sequence[str] | None = None
     tiers: Sequence[Tier | str] = field(default_factory=tuple)
 
