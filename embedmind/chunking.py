@@ -8,8 +8,10 @@ come from :mod:`embedmind.default_plugins.chunkers`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
+from typing import Any
 
 Span = tuple[int, int]
 Chunker = Callable[[str, int, int], list[Span]]
@@ -80,7 +82,26 @@ def paragraphs(text: str, window: int, overlap: int) -> list[Span]:
     return _pack(_split(text, _PARAGRAPH), window)
 
 
+@functools.lru_cache(maxsize=8)
+def _wordpiece(max_tokens: int) -> Any:
+    from embedmind.embedders.wordpiece import WordPiece
+
+    return WordPiece(max_tokens=max_tokens)
+
+
+def tokens(text: str, window: int, overlap: int) -> list[Span]:
+    """Windows of ``window`` WordPiece tokens (the default model's tokenizer) sharing ``overlap``.
+
+    Edges fall between words, so re-tokenizing a span gives the same tokens.
+    """
+    if not text.strip():
+        return []
+    spans: list[Span] = _wordpiece(window + 2).spans(text, overlap_tokens=overlap)
+    return spans
+
+
 BUILT_IN: dict[str, Chunker] = {
+    "tokens": tokens,
     "characters": characters,
     "words": words,
     "sentences": sentences,

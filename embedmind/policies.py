@@ -21,9 +21,10 @@ class FragmentPolicy:
 
     Attributes:
         chunker: A registered chunker name (``"sentences"``, ``"paragraphs"``,
-            ``"words"``, ``"characters"``) or a function ``(text, window,
-            overlap) -> [(start, end), ...]``.
-        window: Chunk size (characters, or words for ``"words"``).
+            ``"tokens"``, ``"words"``, ``"characters"``) or a function
+            ``(text, window, overlap) -> [(start, end), ...]``.
+        window: Chunk size (tokens for ``"tokens"``, words for ``"words"``,
+            characters otherwise).
         overlap: Shared size between consecutive chunks.
         namespaces: Which namespaces it applies to (``None``: all).
         tiers: Which tiers it applies to (empty: all).

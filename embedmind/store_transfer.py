@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from tqdm.auto import tqdm
+
 from embedmind.drafts import Prepared, fingerprint, metadata_to_json
 from embedmind.embedders.adapt import identity
 from embedmind.embedders.protocol import Embedder
@@ -65,6 +67,7 @@ class TransferMethods:
                 for line in lines:
                     out.write(line)
                 written += len(page)
+                bar.update(len(page))
                 if len(page) < _PAGE:
                     break
                 after = page[-1]["key"]
@@ -91,7 +94,13 @@ class TransferMethods:
             ]
         return _line({"type": "memory", **item})
 
-    def import_jsonl(self, source: str | Path | IO[str], *, reembed: bool = False) -> int:
+    def import_jsonl(
+        self,
+        source: str | Path | IO[str],
+        *,
+        reembed: bool = False,
+        show_progress: bool = False,
+    ) -> int:
         """Load memories and links written by :meth:`export_jsonl`.
 
         Returns:
@@ -102,7 +111,10 @@ class TransferMethods:
             EmbedderMismatchError: When its vectors come from another model and
                 ``reembed`` is false.
         """
-        with _text_source(source) as lines:
+        with (
+            _text_source(source) as lines,
+            tqdm(disable=not show_progress, unit="memory", desc="import") as bar,
+        ):
             header = json.loads(next(lines, "{}") or "{}")
             if header.get("format") != FORMAT or header.get("version") != VERSION:
                 raise InvalidInputError("source", "not an embedmind-jsonl export (version 1)")
@@ -116,6 +128,7 @@ class TransferMethods:
                     batch.append(item)
                     relations += [(item["id"], k, t, c) for k, t, c in item.get("relations", [])]
                     count += 1
+                    bar.update(1)
                     if len(batch) == _PAGE:
                         self._import_batch(batch, reuse)
                         batch = []

@@ -166,13 +166,15 @@ def _vacuum(store: Store, args: argparse.Namespace, out: Output) -> int:
 
 
 def _export(store: Store, args: argparse.Namespace, out: Output) -> int:
-    written = store.export_jsonl(args.file, include_vectors=args.vectors)
+    written = store.export_jsonl(
+        args.file, include_vectors=args.vectors, show_progress=not args.json
+    )
     out(json.dumps({"exported": written}) if args.json else f"exported {written} memories")
     return EXIT_OK
 
 
 def _import(store: Store, args: argparse.Namespace, out: Output) -> int:
-    read = store.import_jsonl(args.file, reembed=args.reembed)
+    read = store.import_jsonl(args.file, reembed=args.reembed, show_progress=not args.json)
     out(json.dumps({"imported": read}) if args.json else f"imported {read} memories")
     return EXIT_OK
 
