@@ -47,14 +47,19 @@ class TransferMethods:
     _embedder: Embedder | None
 
     def export_jsonl(
-        self, destination: str | Path | IO[str], *, include_vectors: bool = False
+        self,
+        destination: str | Path | IO[str],
+        *,
+        include_vectors: bool = False,
+        show_progress: bool = False,
     ) -> int:
-        """Write every live memory and link as JSON Lines.
+        """Write every live memory and link as JSON Lines, streaming.
 
         Returns:
             How many memories were written.
         """
-        with _text_sink(destination) as out:
+        progress = tqdm(disable=not show_progress, unit="memory", desc="export")
+        with _text_sink(destination) as out, progress as bar:
             with self._db.read() as conn:
                 recorded = vector_rows.read_identity(conn) or None
             header = {"type": "header", "format": FORMAT, "version": VERSION, "embedder": recorded}

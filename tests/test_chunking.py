@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -40,7 +41,7 @@ def test_token_windows_fit_and_overlap() -> None:
     spans = tokens(text, 40, 8)
     counter = WordPiece(max_tokens=512)
     assert all(len(counter.ids(text[s:e])) - 2 <= 40 for s, e in spans)
-    assert all(b[0] < a[1] for a, b in zip(spans, spans[1:], strict=False))  # consecutive overlap
+    assert all(b[0] < a[1] for a, b in itertools.pairwise(spans))  # consecutive overlap
     assert spans[0][0] == 0 and spans[-1][1] == len(text)
 
 
