@@ -13,8 +13,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]'
+ADAPTERS := adapters/langchain
+
+$(STAMP): pyproject.toml $(foreach a,$(ADAPTERS),$(a)/pyproject.toml) | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]' $(foreach a,$(ADAPTERS),-e '$(a)[test]')
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -22,7 +24,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check embedmind tests scripts
+	$(BIN)/ruff format --check embedmind tests scripts adapters
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -32,6 +34,7 @@ importlint: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest
+	for adapter in $(ADAPTERS); do (cd $$adapter && $(CURDIR)/$(BIN)/python -m pytest) || exit 1; done
 
 test: lint typecheck importlint unit
 

@@ -165,9 +165,9 @@ def test_a_broken_plugin_is_reported_and_the_working_one_loads() -> None:
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["before"] == []  # nothing loads at import
-    assert out["loaded"] == ["good"]
+    assert "good" in out["loaded"]  # installed adapters (e.g. langchain) load too
     assert out["failed"] == ["broken"]
-    assert out["adapters"] == ["toy-adapter"]
+    assert "toy-adapter" in out["adapters"]
     assert "broken on purpose" in result.stderr
 
 

@@ -1,0 +1,154 @@
+"""EmbedmindStore against LangGraph's InMemoryStore on the same scripted operations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_embedmind import EmbedmindStore
+from langgraph.store.memory import InMemoryStore
+
+import embedmind
+from embedmind.embedders.hashing import HashingEmbedder
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[EmbedmindStore, InMemoryStore]]:
+    with embedmind.Store.open(":memory:", embedder=HashingEmbedder(64)) as store:
+        yield EmbedmindStore(store), InMemoryStore()
+
+
+SCRIPT: list[tuple[tuple[str, ...], str, dict[str, Any] | None]] = [
+    (("users", "alice"), "prefs", {"drink": "tea", "level": 3}),
+    (("users", "alice"), "home", {"city": "lisbon", "level": 1}),
+    (("users", "alicex"), "prefs", {"drink": "coffee", "level": 2}),
+    (("users", "bob"), "prefs", {"drink": "water", "level": 5}),
+    (("users", "bob"), "home", {"city": "oslo", "level": 2}),
+    (("users", "bob", "work"), "desk", {"floor": 4, "level": 4}),
+    (("a", "b"), "k", {"v": 1}),
+    (("a", "bc"), "k", {"v": 2}),
+    (("users", "alice"), "home", {"city": "porto", "level": 2}),  # update
+    (("users", "bob"), "prefs", None),  # delete
+]
+
+
+def _items(found: list[Any]) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
+    return [(i.namespace, i.key, i.value) for i in found]
+
+
+def test_same_results_as_the_reference(pair: tuple[EmbedmindStore, InMemoryStore]) -> None:
+    ours, reference = pair
+    for namespace, key, value in SCRIPT:
+        for store in (ours, reference):
+            if value is None:
+                store.delete(namespace, key)
+            else:
+                store.put(namespace, key, value)
+    for namespace, key, _ in SCRIPT:
+        a, b = ours.get(namespace, key), reference.get(namespace, key)
+        assert (a is None) == (b is None)
+        if a is not None and b is not None:
+            assert (a.namespace, a.key, a.value) == (b.namespace, b.key, b.value)
+    for prefix, filter_ in [
+        (("users",), None),
+        (("users", "alice"), None),
+        (("a", "b"), None),
+        (("users",), {"level": {"$gte": 2}}),
+        (("users",), {"drink": "tea"}),
+        (("users",), {"level": {"$ne": 3}}),
+    ]:
+        a = sorted(_items(ours.search(prefix, filter=filter_, limit=20)))
+        b = sorted(_items(reference.search(prefix, filter=filter_, limit=20)))
+        assert a == b, (prefix, filter_)
+    for kwargs in [
+        {},
+        {"prefix": ("users",)},
+        {"suffix": ("prefs",)},
+        {"prefix": ("users", "*")},
+        {"max_depth": 1},
+        {"max_depth": 2, "prefix": ("users",)},
+        {"limit": 2, "offset": 1},
+    ]:
+        assert ours.list_namespaces(**kwargs) == reference.list_namespaces(**kwargs), kwargs
+
+
+def test_prefix_look_alikes_are_isolated(pair: tuple[EmbedmindStore, InMemoryStore]) -> None:
+    ours, _ = pair
+    ours.put(("a", "b"), "k", {"v": 1})
+    ours.put(("a", "bc"), "k", {"v": 2})
+    ours.put(("a", "b/c"), "k", {"v": 3})  # a slash inside a label never merges segments
+    assert [i.value for i in ours.search(("a", "b"))] == [{"v": 1}]
+    assert sorted(ours.list_namespaces(prefix=("a",))) == [("a", "b"), ("a", "b/c"), ("a", "bc")]
+
+
+def test_query_search_ranks_by_relevance(pair: tuple[EmbedmindStore, InMemoryStore]) -> None:
+    ours, _ = pair
+    ours.put(("m",), "1", {"text": "alice loves green tea"}, index=["text"])
+    ours.put(("m",), "2", {"text": "bob repairs old bicycles"}, index=["text"])
+    found = ours.search(("m",), query="green tea", limit=2)
+    assert found[0].key == "1"
+    assert found[0].score is not None
+
+
+def test_ttl_and_refresh(pair: tuple[EmbedmindStore, InMemoryStore]) -> None:
+    ours, _ = pair
+    ours.put(("t",), "k", {"v": 1}, ttl=5)
+    item = ours.store.get(EmbedmindStore._id(ours._namespace(("t",)), "k"))
+    assert item is not None and item.expires_at is not None
+    assert ours.get(("t",), "k", refresh_ttl=True) is not None
+
+
+async def test_async_batch(pair: tuple[EmbedmindStore, InMemoryStore]) -> None:
+    ours, _ = pair
+    await ours.aput(("x",), "k", {"v": 1})
+    assert (await ours.aget(("x",), "k")).value == {"v": 1}
+
+
+def test_an_emptied_namespace_is_no_longer_listed(
+    pair: tuple[EmbedmindStore, InMemoryStore],
+) -> None:
+    # A deliberate difference: InMemoryStore 1.2 keeps listing a namespace whose
+    # last item was deleted; embedmind lists namespaces that hold items.
+    ours, _ = pair
+    ours.put(("gone",), "k", {"v": 1})
+    ours.delete(("gone",), "k")
+    assert ours.list_namespaces() == []
+
+
+def test_a_langgraph_graph_remembers_across_runs() -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.store.base import BaseStore
+
+    class State(TypedDict):
+        user: str
+        said: str
+        reply: str
+
+    def respond(state: State, *, store: BaseStore) -> dict[str, str]:
+        namespace = ("memories", state["user"])
+        if state["said"].startswith("remember "):
+            store.put(
+                namespace,
+                str(len(store.search(namespace)) + 1),
+                {"fact": state["said"][9:]},
+                index=["fact"],
+            )
+            return {"reply": "noted"}
+        found = store.search(namespace, query=state["said"], limit=1)
+        return {"reply": found[0].value["fact"] if found else "I don't know"}
+
+    builder = StateGraph(State)
+    builder.add_node("respond", respond)
+    builder.add_edge(START, "respond")
+    builder.add_edge("respond", END)
+    with embedmind.Store.open(":memory:", embedder=HashingEmbedder(64)) as store:
+        graph = builder.compile(store=EmbedmindStore(store))
+        graph.invoke({"user": "ana", "said": "remember my cat is called Miso", "reply": ""})
+        graph.invoke({"user": "ana", "said": "remember I live in Porto", "reply": ""})
+        out = graph.invoke({"user": "ana", "said": "what is my cat called?", "reply": ""})
+        assert out["reply"] == "my cat is called Miso"
+        other = graph.invoke({"user": "bo", "said": "what is my cat called?", "reply": ""})
+        assert other["reply"] == "I don't know"
