@@ -7,6 +7,8 @@ A filter is a JSON object over a memory's top-level metadata keys::
     {"$or": [{"a": 1}, {"$not": {"tags": {"$contains": "x"}}}]}
 
 Operators: ``$eq $ne $gt $gte $lt $lte $in $nin $exists $contains $all $any``,
+the string operators ``$match`` (substring) and ``$imatch`` (case-insensitive
+substring), and ``$empty`` (absent, null, ``""``, ``[]`` or ``{}``),
 combined with ``$and``, ``$or`` and ``$not`` to any depth (up to
 :data:`MAX_DEPTH`). The full semantics live in ``docs/reference/where.md``; in
 short, an absent key is a non-match except for ``$ne``, ``$nin`` and
@@ -38,7 +40,18 @@ _INT64 = (-(2**63), 2**63 - 1)
 _NUMBER_TYPES = "('integer','real')"
 _COMPARISONS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _LIST_OPERATORS = ("$contains", "$all", "$any")
-OPERATORS = frozenset({"$eq", "$ne", "$in", "$nin", "$exists", *_COMPARISONS, *_LIST_OPERATORS})
+_TEXT_OPERATORS = ("$match", "$imatch")
+LOWER_FUNCTION = "em_lower"
+OPERATORS = frozenset(
+    {"$eq", "$ne", "$in", "$nin", "$exists", "$empty"}
+    | set(_COMPARISONS)
+    | set(_LIST_OPERATORS)
+    | set(_TEXT_OPERATORS)
+)
+_EMPTY = (
+    "(je.type = 'null' OR (je.type = 'text' AND je.value = '') "
+    "OR (je.type IN ('array', 'object') AND je.value IN ('[]', '{}')))"
+)
 
 
 @dataclass(frozen=True)
@@ -149,6 +162,20 @@ class _Compiler:
             return _negate_unless(op == "$in", self.entry(key, _one_of_sql("je", values)))
         if op in _COMPARISONS:
             return self.comparison(key, op, arg)
+        if op in _TEXT_OPERATORS:
+            if not isinstance(arg, str):
+                raise InvalidFilterError("where", f"{op} on {key!r} takes a string")
+            _scalar(arg, key, op)
+            if op == "$match":
+                return self.entry(key, ("je.type = 'text' AND instr(je.value, ?) > 0", [arg]))
+            sql = f"je.type = 'text' AND instr({LOWER_FUNCTION}(je.value), {LOWER_FUNCTION}(?)) > 0"
+            return self.entry(key, (sql, [arg]))
+        if op == "$empty":
+            if not isinstance(arg, bool):
+                raise InvalidFilterError("where", f"$empty on {key!r} takes true or false")
+            absent, empty = self.entry(key, ("1", [])), self.entry(key, (_EMPTY, []))
+            sql = f"((NOT {absent[0]}) OR {empty[0]})"
+            return _negate_unless(arg, (sql, [*absent[1], *empty[1]]))
         return self.list_operator(key, op, arg)
 
     def entry(self, key: str, condition: Sql) -> Sql:
@@ -276,3 +303,8 @@ def _one_of_sql(alias: str, args: list[Any]) -> Sql:
         if any(a is literal for a in args):
             parts.append(f"{typ} = '{name}'")
     return ("(" + " OR ".join(parts) + ")" if parts else "0"), params
+
+
+def lower(value: object) -> object:
+    """Python's ``str.lower``, registered as the ``em_lower`` SQL function."""
+    return value.lower() if isinstance(value, str) else value

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import apsw
 
 from embedmind.errors import StorageError, StoreClosedError
-from embedmind.filters import TYPE_ERROR_FUNCTION, raise_type_error
+from embedmind.filters import LOWER_FUNCTION, TYPE_ERROR_FUNCTION, lower, raise_type_error
 
 Synchronous = Literal["FULL", "NORMAL"]
 MEMORY_PATH = ":memory:"
@@ -69,6 +69,7 @@ def _configure(conn: apsw.Connection, synchronous: Synchronous, busy_ms: int) ->
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA cache_size = -32768")
     conn.create_scalar_function(TYPE_ERROR_FUNCTION, raise_type_error, 2, deterministic=False)  # type: ignore[arg-type]
+    conn.create_scalar_function(LOWER_FUNCTION, lower, 1, deterministic=True)  # type: ignore[arg-type]
 
 
 def open_connection(path: str, synchronous: Synchronous, busy_ms: int) -> apsw.Connection:
