@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
 
-ADAPTERS := adapters/langchain
+ADAPTERS := adapters/langchain adapters/llamaindex
 
 $(STAMP): pyproject.toml $(foreach a,$(ADAPTERS),$(a)/pyproject.toml) | $(BIN)/python
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]' $(foreach a,$(ADAPTERS),-e '$(a)[test]')

@@ -8,7 +8,7 @@ A filter is a JSON object over a memory's top-level metadata keys::
 
 Operators: ``$eq $ne $gt $gte $lt $lte $in $nin $exists $contains $all $any``,
 the string operators ``$match`` (substring) and ``$imatch`` (case-insensitive
-substring), and ``$empty`` (absent, null, ``""``, ``[]`` or ``{}``),
+substring), and ``$empty`` (absent, null, ``""`` or ``[]``),
 combined with ``$and``, ``$or`` and ``$not`` to any depth (up to
 :data:`MAX_DEPTH`). The full semantics live in ``docs/reference/where.md``; in
 short, an absent key is a non-match except for ``$ne``, ``$nin`` and
@@ -50,7 +50,7 @@ OPERATORS = frozenset(
 )
 _EMPTY = (
     "(je.type = 'null' OR (je.type = 'text' AND je.value = '') "
-    "OR (je.type IN ('array', 'object') AND je.value IN ('[]', '{}')))"
+    "OR (je.type = 'array' AND je.value = '[]'))"
 )
 
 

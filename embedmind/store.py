@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from embedmind import drafts, recall, writes
@@ -525,6 +526,24 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
         starts = to_micros(memory.valid_from, "valid_from")
         ends = None if memory.valid_to is None else to_micros(memory.valid_to, "valid_to")
         return memory if starts <= at and (ends is None or at < ends) else None
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, Any]:
+        """The stored vector of each memory (its first chunk's), by id; missing ids are skipped.
+
+        Returns:
+            ``{id: float32 array}``.
+        """
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            raise InvalidInputError("ids", "expected a list of ids")
+        wanted = [validate_id(i, "ids") for i in ids]
+        with self._db.read() as conn:
+            found = records.find_many(conn, wanted)
+            rows = {
+                i: vector_rows.rows_of(conn, e.key) for i, e in found.items() if not e.forgotten
+            }
+        return {
+            i: np.frombuffer(r[0][2], dtype="<f4").astype(np.float32) for i, r in rows.items() if r
+        }
 
     def get_many(self, ids: Sequence[str]) -> list[Memory]:
         """Return the memories with these ids, in the order asked, skipping missing ones."""

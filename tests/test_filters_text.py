@@ -21,7 +21,7 @@ VALUES = st.one_of(
 
 def _expected(op: str, arg: Any, present: bool, value: Any) -> bool:
     if op == "$empty":
-        empty = not present or value is None or value == "" or value == [] or value == {}
+        empty = not present or value is None or value == "" or value == []
         return empty if arg else not empty
     if not present or not isinstance(value, str):
         return False

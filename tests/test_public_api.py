@@ -20,7 +20,7 @@ STORE_METHODS = [
     "forget", "get", "get_many", "iter", "lineage", "link_namespaces", "links",
     "mark_contradicted", "move", "namespaces", "neighbors", "open", "recall", "redact", "reinforce",
     "related", "remember", "remember_detailed", "remember_many", "rename_namespace", "restore",
-    "retier", "set_confidence", "stats", "sweep_expired", "unlink", "vacuum",
+    "retier", "set_confidence", "stats", "sweep_expired", "unlink", "vacuum", "vectors",
 ]  # fmt: skip
 
 

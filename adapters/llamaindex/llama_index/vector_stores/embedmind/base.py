@@ -1,0 +1,261 @@
+"""``EmbedmindVectorStore``: a LlamaIndex vector store over an embedmind store.
+
+Each node is a memory: its text is the content, its metadata the user
+metadata (filterable), and LlamaIndex's own serialisation (``_node_content``,
+``_node_type``, document ids) sits under one reserved key, out of BM25 text
+and out of user filters. A node is a fragment of its ``ref_doc_id``: its
+``start_char_idx``/``end_char_idx`` are the locator, and
+``max_per_record`` (through ``vector_store_kwargs``) caps hits per source
+document before the top-k cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from llama_index.core.indices.query.embedding_utils import get_top_k_mmr_embeddings
+from llama_index.core.schema import BaseNode, MetadataMode
+from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
+    VectorStoreQueryResult,
+)
+from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
+from llama_index.vector_stores.embedmind.filters import to_where
+from pydantic import PrivateAttr
+
+from embedmind import Draft, Hit, Memory, Store
+from embedmind.fusion import RRF_K
+
+RESERVED = "__llama_index__"
+REF = "__ref_doc_id__"
+NODE = "__node_id__"
+_HIDDEN = (RESERVED, REF, NODE)
+
+Found = list[tuple[Memory, float]]
+
+
+class EmbedmindVectorStore(BasePydanticVectorStore):
+    """A LlamaIndex vector store backed by :class:`embedmind.Store`.
+
+    Args:
+        store: An open store; when omitted one is opened at ``path``.
+        path: Where to open a store (``":memory:"`` by default).
+        namespace: The embedmind namespace nodes live in.
+        embedder: The store's embedder when it opens one (default: the
+            embedded model; nodes usually arrive embedded by LlamaIndex).
+        flat_metadata: Refuse nested metadata, as LlamaIndex's flat stores do.
+    """
+
+    stores_text: bool = True
+    flat_metadata: bool = False
+    namespace: str = "llamaindex"
+    _store: Store = PrivateAttr()
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        *,
+        path: str | None = None,
+        namespace: str = "llamaindex",
+        embedder: Any = "default",
+        flat_metadata: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        fields = {"flat_metadata": flat_metadata, "namespace": namespace, **kwargs}
+        super().__init__(stores_text=True, **fields)
+        self._store = (
+            store if store is not None else Store.open(path or ":memory:", embedder=embedder)
+        )
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The class name LlamaIndex serialises."""
+        return "EmbedmindVectorStore"
+
+    @property
+    def client(self) -> Store:
+        """The underlying embedmind store."""
+        return self._store
+
+    # -- writes ----------------------------------------------------------------
+
+    def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
+        """Store nodes (an existing id is replaced); return their ids in order."""
+        drafts = []
+        for node in nodes:
+            serial = node_to_metadata_dict(node, remove_text=True, flat_metadata=self.flat_metadata)
+            user = dict(node.metadata)
+            reserved = {k: v for k, v in serial.items() if k not in user}
+            drafts.append(
+                Draft(
+                    node.get_content(metadata_mode=MetadataMode.NONE),
+                    id=node.node_id,
+                    namespace=self.namespace,
+                    metadata={**user, RESERVED: reserved, REF: node.ref_doc_id, NODE: node.node_id},
+                    vector=node.get_embedding() if node.embedding is not None else None,
+                )
+            )
+        self._store.remember_many(drafts, batch_size=kwargs.get("batch_size", 256))
+        return [node.node_id for node in nodes]
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Delete every node of one source document."""
+        self._delete_where({REF: ref_doc_id})
+
+    def delete_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Delete nodes by id and/or filter."""
+        self._delete_where(self._where(filters, None, node_ids))
+
+    def clear(self) -> None:
+        """Delete every node of this store's namespace."""
+        self._store.delete_namespace(self.namespace)
+
+    def _delete_where(self, where: dict[str, Any] | None) -> None:
+        for memory in list(self._iter(where)):
+            self._store.delete(memory.id)
+
+    # -- reads -----------------------------------------------------------------
+
+    def get_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+        **kwargs: Any,
+    ) -> list[BaseNode]:
+        """Nodes by id and/or filter."""
+        return [self._node(m) for m in self._iter(self._where(filters, None, node_ids))]
+
+    def _iter(self, where: dict[str, Any] | None) -> Any:
+        return self._store.iter(
+            self.namespace, where=where, include_expired=True, include_superseded=True
+        )
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """Answer every LlamaIndex query mode; ``max_per_record`` caps hits per document."""
+        where = self._where(query.filters, query.doc_ids, query.node_ids)
+        k = query.similarity_top_k
+        run = self._runner(query, where, kwargs)
+        cap = kwargs.get("max_per_record")
+        found = _capped(run, k, cap) if cap else run(k)[:k]
+        nodes = [self._node(m) for m, _ in found]
+        return VectorStoreQueryResult(
+            nodes=nodes, similarities=[s for _, s in found], ids=[m.id for m, _ in found]
+        )
+
+    def _runner(
+        self, query: VectorStoreQuery, where: dict[str, Any] | None, kwargs: dict[str, Any]
+    ) -> Callable[[int], Found]:
+        mode = query.mode
+        text, vector = query.query_str or "", query.query_embedding
+        if (
+            mode in (VectorStoreQueryMode.TEXT_SEARCH, VectorStoreQueryMode.SPARSE)
+            or vector is None
+        ):
+            depth = query.sparse_top_k or query.similarity_top_k
+            return lambda k: self._recall(text, None, "text", max(k, depth), where)
+        if mode == VectorStoreQueryMode.HYBRID:
+            return lambda k: self._hybrid(query, where, k)
+        if mode == VectorStoreQueryMode.MMR:
+            threshold = query.mmr_threshold or kwargs.get("mmr_threshold") or 0.5
+            return lambda k: self._mmr(vector, where, k, float(threshold))
+        return lambda k: self._recall(text, vector, "vector", k, where)
+
+    def _recall(
+        self, text: str, vector: list[float] | None, mode: str, k: int, where: dict[str, Any] | None
+    ) -> Found:
+        hits: Sequence[Hit] = self._store.recall(
+            text,
+            k=max(1, min(k, 10_000)),
+            namespace=self.namespace,
+            where=where,
+            mode=mode,
+            vector=vector,
+        )
+        return [(hit.memory, float(hit.score)) for hit in hits]
+
+    def _hybrid(self, query: VectorStoreQuery, where: dict[str, Any] | None, k: int) -> Found:
+        alpha = 0.5 if query.alpha is None else float(query.alpha)
+        text, vector = query.query_str or "", query.query_embedding
+        if alpha <= 0.0 or vector is None:
+            return self._recall(text, None, "text", k, where)
+        if alpha >= 1.0:
+            return self._recall(text, vector, "vector", k, where)
+        depth = max(k, query.sparse_top_k or 0, query.hybrid_top_k or 0, 2 * k)
+        lexical = self._recall(text, None, "text", depth, where)
+        semantic = self._recall(text, vector, "vector", depth, where)
+        # Weighted Reciprocal Rank Fusion: alpha weights the vector list.
+        scores: dict[str, float] = {}
+        memories: dict[str, Memory] = {}
+        for weight, found in ((alpha, semantic), (1.0 - alpha, lexical)):
+            for rank, (memory, _) in enumerate(found, start=1):
+                scores[memory.id] = scores.get(memory.id, 0.0) + weight / (RRF_K + rank)
+                memories[memory.id] = memory
+        best = sorted(scores.items(), key=lambda item: -item[1])[: query.hybrid_top_k or k]
+        return [(memories[i], s) for i, s in best]
+
+    def _mmr(
+        self, vector: list[float], where: dict[str, Any] | None, k: int, threshold: float
+    ) -> Found:
+        candidates = self._recall("", vector, "vector", max(4 * k, 20), where)
+        if not candidates:
+            return []
+        stored = self._store.vectors([m.id for m, _ in candidates])
+        ids = [m.id for m, _ in candidates if m.id in stored]
+        embeddings = [stored[i].tolist() for i in ids]
+        scores, chosen = get_top_k_mmr_embeddings(
+            vector, embeddings, similarity_top_k=k, embedding_ids=ids, mmr_threshold=threshold
+        )
+        by_id = {m.id: m for m, _ in candidates}
+        return [(by_id[i], float(s)) for i, s in zip(chosen, scores, strict=True)]
+
+    # -- mapping -----------------------------------------------------------------
+
+    def _where(
+        self,
+        filters: MetadataFilters | None,
+        doc_ids: list[str] | None,
+        node_ids: list[str] | None,
+    ) -> dict[str, Any] | None:
+        parts = [w for w in (to_where(filters),) if w is not None]
+        if doc_ids:
+            parts.append({REF: {"$in": list(doc_ids)}})
+        if node_ids:  # an empty list (what VectorIndexRetriever sends) restricts nothing
+            parts.append({NODE: {"$in": list(node_ids)}})
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else {"$and": parts}
+
+    def _node(self, memory: Memory) -> BaseNode:
+        user = {k: v for k, v in memory.metadata.items() if k not in _HIDDEN}
+        node = metadata_dict_to_node({**user, **memory.metadata[RESERVED]}, text=memory.content)
+        node.metadata = user
+        return node
+
+
+def _capped(run: Callable[[int], Found], k: int, cap: int) -> Found:
+    """At most ``cap`` hits per source document, applied before the ``k`` cut, widening."""
+    fetch = k
+    while True:
+        found = run(fetch)
+        taken: dict[str | None, int] = {}
+        chosen: Found = []
+        for memory, score in found:
+            ref = memory.metadata.get(REF)
+            if taken.get(ref, 0) >= cap:
+                continue
+            taken[ref] = taken.get(ref, 0) + 1
+            chosen.append((memory, score))
+            if len(chosen) == k:
+                return chosen
+        if len(found) < fetch or fetch >= 10_000:
+            return chosen
+        fetch = min(10_000, fetch * 4)
