@@ -41,7 +41,7 @@ from embedmind.model import (
     Tier,
     Where,
 )
-from embedmind.plugins import notify_committed, resolve_embedder
+from embedmind.plugins import embedder_factory, notify_committed, resolve_embedder
 from embedmind.plugins import rerank as plugin_rerank
 from embedmind.policies import EvictionPolicy, FragmentPolicy
 from embedmind.storage import graph, lifecycle, records
@@ -133,7 +133,9 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
 
         Args:
             path: The store file, e.g. ``"memories.mind"``, or ``":memory:"``.
-            embedder: The embedded all-MiniLM-L6-v2 by default; any object with
+            embedder: By default the model the store was created with when it is
+                a registered embedder, else the embedded all-MiniLM-L6-v2; a
+                registered name; any object with
                 ``embed_documents``/``embed_query`` (embedmind's own, a plain
                 class, a LangChain ``Embeddings``) or a LlamaIndex embedding;
                 ``None`` for a text-only store.
@@ -161,10 +163,16 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
             EmbedderMismatchError: When the store's vectors come from another model.
             StorageError: When the file cannot be opened.
         """
-        resolved = resolve(resolve_embedder(embedder))
         database = Database(
             normalize_path(path), synchronous=synchronous, busy_timeout=busy_timeout
         )
+        try:
+            if embedder == DEFAULT:
+                embedder = _recorded_model(database) or DEFAULT
+            resolved = resolve(resolve_embedder(embedder))
+        except BaseException:
+            database.close()
+            raise
         try:
             if resolved is not None:
                 _check_identity(database, resolved)
@@ -751,6 +759,13 @@ class Store(GraphMethods, LifecycleMethods, MaintenanceMethods, TransferMethods)
 
     def __repr__(self) -> str:
         return f"Store({self.path!r})"
+
+
+def _recorded_model(database: Database) -> str | None:
+    """The store's recorded model, when it is a registered embedder (reopen with it by default)."""
+    with database.read() as conn:
+        recorded = vector_rows.read_identity(conn).get("model_id")
+    return recorded if recorded is not None and embedder_factory(recorded) else None
 
 
 def _check_identity(database: Database, embedder: Embedder) -> None:

@@ -29,3 +29,14 @@ def test_code_block_runs(where: str, code: str, tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=170
     )
     assert result.returncode == 0, f"{where} failed:\n{result.stderr[-3000:]}"
+
+
+JSON_BLOCK = re.compile(r"```json\n(.*?)```", re.DOTALL)
+
+
+def test_json_blocks_parse() -> None:
+    import json
+
+    for path in DOCS:
+        for block in JSON_BLOCK.findall(path.read_text()):
+            json.loads(block)

@@ -183,6 +183,16 @@ def _doctor(store_path: str, args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK if doctor.report(out) == 0 else EXIT_STORAGE
 
 
+def _mcp(store_path: str, args: argparse.Namespace, out: Output) -> int:
+    try:
+        from embedmind.cli.mcp_server import serve
+    except ImportError as e:  # pragma: no cover - depends on the optional extra
+        raise InvalidInputError(
+            "mcp", f"install the extra: pip install 'embedmind[mcp]' ({e})"
+        ) from e
+    return serve(store_path, args.namespace, args.agent, args.allow or (), args.embedder)
+
+
 def _demo(store: Store, args: argparse.Namespace, out: Output) -> int:
     demo.run(store, lambda text: out(text.rstrip("\n")))
     return EXIT_OK
@@ -197,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="store file (default: $EMBEDMIND_STORE or ./memories.mind)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+    parser.add_argument(
+        "--embedder", default="default", help="embedder for a new store (a registered name)"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     remember = commands.add_parser("remember", help="store one memory")
@@ -239,6 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("doctor", help="versions, models, plugins, adapters").set_defaults(
         run=_doctor, raw_path=True
     )
+    server = commands.add_parser("mcp", help="serve the store to agents over MCP (stdio)")
+    server.add_argument("--namespace", default="default", help="the default namespace")
+    server.add_argument("--agent", default="mcp", help="recorded as the writing agent")
+    server.add_argument("--allow", action="append", help="namespaces it may access; repeatable")
+    server.set_defaults(run=_mcp, raw_path=True)
     export = commands.add_parser("export", help="write memories and links as JSON Lines")
     export.add_argument("file")
     export.add_argument("--vectors", action="store_true", help="include the vectors")
@@ -266,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "raw_path", False):  # works on the file, not an open store
             code: int = args.run(store_path, args, out)
             return code
-        with Store.open(store_path) as store:
+        with Store.open(store_path, embedder=args.embedder) as store:
             code = args.run(store, args, out)
             return code
     except (InvalidInputError, FilterTypeError) as e:

@@ -1,0 +1,230 @@
+"""``embedmind mcp``: the store as a Model Context Protocol server over stdio.
+
+Coding agents and desktop assistants speak MCP; with this server any of them
+gets a durable local memory. The agent identity (``--agent``) and a session
+id minted per server run are recorded as provenance on every write. The
+server's namespace scopes every call that names none; a call may name
+another namespace only inside the allowed set (``--allow``; default: the
+server's namespace and its subtree) — anything else is refused, and a memory
+outside it is reported as not found, so nothing leaks. Errors come back as MCP
+tool errors carrying the typed error's message; the server keeps serving.
+Requires the optional ``mcp`` package (``pip install 'embedmind[mcp]'``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
+
+from embedmind.errors import EmbedmindError, InvalidInputError, NotFoundError
+from embedmind.ids import new_ulid
+from embedmind.model import Memory, Recall
+from embedmind.namespaces import in_scope, normalize_namespace
+from embedmind.store import Store
+
+
+class Scope:
+    """Which namespaces the server may touch."""
+
+    def __init__(self, default: str, allow: Sequence[str]) -> None:
+        self.default = normalize_namespace(default)
+        self.allow = list(allow) or [self.default, f"{self.default}/*"]
+
+    def check(self, namespace: str | None) -> str:
+        """The namespace to use; refuses one outside the allowed set."""
+        chosen = self.default if namespace is None else normalize_namespace(namespace)
+        if not in_scope(chosen, self.allow):
+            raise InvalidInputError(
+                "namespace",
+                f"{chosen!r} is outside what this server may access ({', '.join(self.allow)})",
+            )
+        return chosen
+
+    def visible(self, memory: Memory | None) -> Memory:
+        """The memory, or not-found when it lies outside the allowed set."""
+        if memory is None or not in_scope(memory.namespace, self.allow):
+            raise NotFoundError("requested")
+        return memory
+
+
+def _memory(m: Memory) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "namespace": m.namespace,
+        "content": m.content,
+        "metadata": m.metadata,
+        "tags": list(m.tags),
+        "tier": m.tier.value,
+        "created_at": m.created_at.isoformat(),
+        "updated_at": m.updated_at.isoformat(),
+        "valid_to": None if m.valid_to is None else m.valid_to.isoformat(),
+        "superseded_by": m.superseded_by,
+    }
+
+
+def _hits(result: Recall) -> dict[str, Any]:
+    return {
+        "hits": [{"score": h.score, "rank": h.rank, **_memory(h.memory)} for h in result],
+        "degraded": list(result.degraded),
+    }
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _typed_errors(tool: F) -> F:
+    """Turn embedmind's typed errors into MCP tool errors that carry their message."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(tool)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return tool(*args, **kwargs)
+        except (EmbedmindError, ValueError, TypeError) as e:
+            raise ToolError(f"{type(e).__name__}: {e}") from e
+
+    return cast(F, wrapper)
+
+
+def build_server(store: Store, scope: Scope, agent: str) -> Any:
+    """The MCP server object with embedmind's tools registered."""
+    from mcp.server.mcpserver import MCPServer
+
+    def tool() -> Callable[[F], F]:
+        register = server.tool()
+        return lambda function: register(_typed_errors(function))
+
+    session = new_ulid()
+    server = MCPServer(
+        "embedmind",
+        instructions=(
+            "A durable long-term memory. Use `recall` before answering questions about the "
+            "user, their projects or earlier conversations; use `remember` to keep facts, "
+            "preferences and decisions worth knowing later (check the near-duplicate hints it "
+            "returns and pass `supersedes` to replace an outdated memory instead of piling up "
+            "twins)."
+        ),
+    )
+
+    @tool()
+    def remember(
+        content: str,
+        namespace: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        tags: list[str] | None = None,
+        entities: list[str] | None = None,
+        relations: list[list[str]] | None = None,
+        supersedes: list[str] | None = None,
+        ttl_seconds: float | None = None,
+    ) -> dict[str, Any]:
+        """Store a fact, preference or decision worth remembering later.
+
+        Returns the stored memory and near-duplicate hints (similar existing
+        memories): if one says the same thing in an outdated way, call again
+        with `supersedes=[its id]` so only the current version is recalled.
+        `relations` is a list of [kind, target_id] pairs; `ttl_seconds` makes
+        the memory expire.
+        """
+        target = scope.check(namespace)
+        for target_id in [*(supersedes or ()), *(r[1] for r in relations or () if len(r) == 2)]:
+            scope.visible(store.get(target_id))
+        outcome = store.remember_detailed(
+            content,
+            namespace=target,
+            metadata=metadata,
+            tags=tuple(tags or ()),
+            entities=tuple(entities or ()),
+            relations=tuple((r[0], r[1]) for r in relations or () if len(r) == 2),
+            supersedes=tuple(supersedes or ()),
+            ttl=None if ttl_seconds is None else dt.timedelta(seconds=ttl_seconds),
+            agent=agent,
+            session_id=session,
+        )
+        return {
+            "memory": _memory(outcome.memory),
+            "similar": [
+                {"id": s.id, "content": s.content, "score": s.score} for s in outcome.similar
+            ],
+        }
+
+    @tool()
+    def recall(
+        query: str,
+        k: int = 8,
+        namespace: str | None = None,
+        where: dict[str, Any] | None = None,
+        as_of: str | None = None,
+        expand_related: bool = False,
+        recency: bool = False,
+    ) -> dict[str, Any]:
+        """Find the memories most relevant to a question (hybrid keyword + semantic search).
+
+        `where` filters metadata (e.g. {"topic": "drinks"}, {"year": {"$gte": 2024}});
+        `as_of` (ISO 8601) asks what was true at that time; `expand_related`
+        adds linked memories; `recency` prefers newer memories among equals.
+        """
+        when = None if as_of is None else dt.datetime.fromisoformat(as_of)
+        result = store.recall(
+            query,
+            k=k,
+            namespace=scope.check(namespace),
+            where=where,
+            as_of=when,
+            expand_related=expand_related,
+            recency=recency,
+        )
+        return _hits(result)
+
+    @tool()
+    def get(id: str) -> dict[str, Any]:
+        """Read one memory by id (superseded versions included, as history)."""
+        return _memory(scope.visible(store.get(id)))
+
+    @tool()
+    def forget(id: str) -> dict[str, Any]:
+        """Forget a memory that is wrong or no longer wanted."""
+        scope.visible(store.get(id))
+        return {"id": id, "forgotten": store.forget(id)}
+
+    @tool()
+    def related(id: str) -> list[dict[str, Any]]:
+        """Memories linked to this one (relations and supersede edges, both directions)."""
+        scope.visible(store.get(id))
+        return [
+            {"kind": r.kind, "outgoing": r.outgoing, **_memory(r.memory)}
+            for r in store.related(id)
+            if in_scope(r.memory.namespace, scope.allow)
+        ]
+
+    @tool()
+    def lineage(id: str) -> dict[str, Any]:
+        """The version history of a memory: what it replaced and what replaced it."""
+        scope.visible(store.get(id))
+        found = store.lineage(id)
+        return {
+            "older": [_memory(m) for m in found.older],
+            "newer": [_memory(m) for m in found.newer],
+        }
+
+    @tool()
+    def stats() -> dict[str, Any]:
+        """How many memories this server can see, per namespace."""
+        counts = {n: c for n, c in store.stats().by_namespace.items() if in_scope(n, scope.allow)}
+        return {
+            "live": sum(counts.values()),
+            "by_namespace": counts,
+            "session": session,
+            "agent": agent,
+        }
+
+    return server
+
+
+def serve(path: str, namespace: str, agent: str, allow: Sequence[str], embedder: str) -> int:
+    """Run the server on stdio until the client disconnects."""
+    scope = Scope(namespace, allow)
+    with Store.open(path, embedder=embedder) as store:
+        build_server(store, scope, agent).run(transport="stdio")
+    return 0

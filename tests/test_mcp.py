@@ -1,0 +1,130 @@
+"""`embedmind mcp`: driven by the MCP SDK's own stdio client, beside the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+mcp = pytest.importorskip("mcp", reason="the optional mcp extra is not installed")
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+EXE = str(Path(sys.executable).with_name("embedmind"))
+
+
+def _server(store: Path, *extra: str) -> StdioServerParameters:
+    args = ["--store", str(store), "--embedder", "hashing", "mcp", "--agent", "test-agent", *extra]
+    return StdioServerParameters(command=EXE, args=args)
+
+
+async def _call(session: ClientSession, tool: str, **arguments: Any) -> tuple[bool, Any]:
+    result = await session.call_tool(tool, arguments)
+    text = result.content[0].text if result.content else ""
+    if result.is_error:
+        return True, text
+    return False, json.loads(text) if text else None
+
+
+def _run(store: Path, body: Any, *extra: str) -> Any:
+    async def main() -> Any:
+        async with (
+            stdio_client(_server(store, *extra)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await body(session)
+
+    return asyncio.run(main())
+
+
+@pytest.mark.timeout(120)
+def test_tools_remember_recall_supersede_forget_stats(tmp_path: Path) -> None:
+    store = tmp_path / "agent.mind"
+
+    async def body(session: ClientSession) -> None:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert {"remember", "recall", "get", "forget", "related", "lineage", "stats"} <= set(tools)
+        assert "recall" in (tools["remember"].description or "") or tools["remember"].description
+        error, first = await _call(
+            session, "remember", content="Alice drinks green tea", metadata={"topic": "drinks"}
+        )
+        assert not error
+        assert first["memory"]["namespace"] == "agents/me"
+        error, second = await _call(
+            session, "remember", content="Alice drinks green tea every morning"
+        )
+        assert second["similar"] and second["similar"][0]["id"] == first["memory"]["id"]
+        error, newer = await _call(session, "remember", content="Alice switched to coffee",
+                                   supersedes=[first["memory"]["id"]])  # fmt: skip
+        assert not error
+        error, found = await _call(session, "recall", query="what does alice drink", k=5)
+        ids = [h["id"] for h in found["hits"]]
+        assert newer["memory"]["id"] in ids and first["memory"]["id"] not in ids
+        error, history = await _call(session, "lineage", id=newer["memory"]["id"])
+        assert [m["id"] for m in history["older"]] == [first["memory"]["id"]]
+        error, bad = await _call(session, "recall", query="x", k=0)  # a bad argument
+        assert error and "k" in bad
+        error, gone = await _call(session, "forget", id=second["memory"]["id"])
+        assert gone["forgotten"] is True
+        error, counts = await _call(session, "stats")  # still serving after the error
+        assert counts["live"] == 2 and counts["agent"] == "test-agent"
+
+    _run(store, body, "--namespace", "agents/me")
+    import embedmind
+
+    with embedmind.Store.open(store, embedder=None) as check:
+        memory = next(iter(check.iter(include_superseded=True)))
+        assert memory.agent == "test-agent" and memory.session_id
+
+
+@pytest.mark.timeout(120)
+def test_namespace_scoping_refuses_and_leaks_nothing(tmp_path: Path) -> None:
+    import embedmind
+
+    store = tmp_path / "scoped.mind"
+    with embedmind.Store.open(store, embedder="hashing") as s:
+        secret = s.remember("the launch code is 0000", namespace="other/team", id="secret")
+
+    async def body(session: ClientSession) -> None:
+        error, message = await _call(session, "recall", query="launch code", namespace="other/team")
+        assert error and "outside" in message
+        error, own = await _call(session, "recall", query="launch code")
+        assert own["hits"] == []
+        error, _ = await _call(session, "get", id=secret.id)
+        assert error
+        error, _ = await _call(session, "remember", content="x", namespace="other")
+        assert error
+        error, counts = await _call(session, "stats")
+        assert "other/team" not in counts["by_namespace"]
+
+    _run(store, body, "--namespace", "me")
+
+
+@pytest.mark.timeout(120)
+def test_server_and_cli_share_one_store_file(tmp_path: Path) -> None:
+    store = tmp_path / "shared.mind"
+    cli = [EXE, "--store", str(store), "--json"]
+
+    async def body(session: ClientSession) -> None:
+        subprocess.run([*cli, "remember", "written by the CLI about zebras", "--namespace", "default"],
+                       check=True, capture_output=True)  # fmt: skip
+        error, found = await _call(session, "recall", query="zebras")
+        assert [h["content"] for h in found["hits"]] == ["written by the CLI about zebras"]
+        await _call(session, "remember", content="written by the server about giraffes")
+        out = subprocess.run(
+            [*cli, "recall", "giraffes", "--mode", "text"],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        assert [h["memory"]["content"] for h in json.loads(out.stdout)["hits"]] == [
+            "written by the server about giraffes"
+        ]
+
+    _run(store, body)
