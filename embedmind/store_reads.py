@@ -1,0 +1,283 @@
+"""Read methods of :class:`embedmind.Store`: get, vectors, iter, recall, stats.
+
+Every read runs in one read transaction per call (``iter``: per page), so it
+sees a consistent snapshot while writers go on.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from embedmind import recall
+from embedmind.embedders.adapt import normalized
+from embedmind.embedders.protocol import Embedder
+from embedmind.errors import InvalidInputError
+from embedmind.ids import validate_id
+from embedmind.lexical.index import LexicalIndex
+from embedmind.model import (
+    AgentStats,
+    Level,
+    Memory,
+    Mode,
+    NamespaceScope,
+    Recall,
+    Stats,
+    Tier,
+    Where,
+)
+from embedmind.plugins import rerank as plugin_rerank
+from embedmind.storage import graph, records
+from embedmind.storage import vectors as vector_rows
+from embedmind.storage.database import Database
+from embedmind.storage.selection import Selection
+from embedmind.timestamps import resolve_now, to_micros
+from embedmind.vectors.hnsw import VectorIndex
+
+logger = logging.getLogger(__name__)
+
+MAX_K = 10_000
+_PAGE = 256
+
+
+class ReadMethods:
+    """Mixed into :class:`embedmind.Store`."""
+
+    _db: Database
+    _lexical: LexicalIndex
+    _embedder: Embedder | None
+    _vectors: VectorIndex | None
+
+    # Provided by LifecycleMethods (declared, not defined, so the MRO finds theirs).
+    _grants: Callable[[object], list[tuple[str, tuple[str, ...]]]]
+
+    def get(self, id: str, *, as_of: _dt.datetime | None = None) -> Memory | None:
+        """Return the memory with this id, or ``None`` when missing or forgotten.
+
+        Superseded and contradicted memories are returned (they are history).
+        With ``as_of``, only a memory valid at that instant is returned.
+        """
+        memory_id = validate_id(id)
+        with self._db.read() as conn:
+            memory = records.select_by_ids(conn, [memory_id]).get(memory_id)
+        if memory is None or as_of is None:
+            return memory
+        at = to_micros(as_of, "as_of")
+        starts = to_micros(memory.valid_from, "valid_from")
+        ends = None if memory.valid_to is None else to_micros(memory.valid_to, "valid_to")
+        return memory if starts <= at and (ends is None or at < ends) else None
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, Any]:
+        """The stored vector of each memory (its first chunk's), by id; missing ids are skipped.
+
+        Returns:
+            ``{id: float32 array}``.
+        """
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            raise InvalidInputError("ids", "expected a list of ids")
+        wanted = [validate_id(i, "ids") for i in ids]
+        with self._db.read() as conn:
+            found = records.find_many(conn, wanted)
+            rows = {
+                i: vector_rows.rows_of(conn, e.key) for i, e in found.items() if not e.forgotten
+            }
+        return {
+            i: np.frombuffer(r[0][2], dtype="<f4").astype(np.float32) for i, r in rows.items() if r
+        }
+
+    def get_many(self, ids: Sequence[str]) -> list[Memory]:
+        """Return the memories with these ids, in the order asked, skipping missing ones."""
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            raise InvalidInputError("ids", "expected a list of ids")
+        wanted = [validate_id(i, "ids") for i in ids]
+        with self._db.read() as conn:
+            found = records.select_by_ids(conn, wanted)
+        return [found[i] for i in wanted if i in found]
+
+    def iter(
+        self,
+        namespace: NamespaceScope = None,
+        *,
+        where: Where | None = None,
+        agent: str | None = None,
+        session_id: str | None = None,
+        tags: Sequence[str] = (),
+        tiers: Sequence[Tier | str] = (),
+        levels: Sequence[Level | str] = (),
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        include_forgotten: bool = False,
+        now: _dt.datetime | None = None,
+    ) -> Iterator[Memory]:
+        """Iterate memories in time order (``created_at``, then insertion).
+
+        Pages are read in separate short transactions, so a long iteration
+        never holds the database open against writers.
+
+        Raises:
+            FilterTypeError: When ``where`` compares a key with a value of the
+                wrong type in a memory in scope.
+        """
+        selection = Selection(
+            resolve_now(now), namespace, where, agent, session_id, tags, tiers, levels,
+            include_expired, include_forgotten, include_superseded,
+        )  # fmt: skip
+        condition, params = selection.compile()
+        after: tuple[int, int] | None = None
+        while True:
+            with self._db.read() as conn:
+                page = records.page(conn, condition, params, after, _PAGE)
+            for _, _, memory in page:
+                yield memory
+            if len(page) < _PAGE:
+                return
+            after = page[-1][0], page[-1][1]
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 8,
+        namespace: NamespaceScope = None,
+        where: Where | None = None,
+        mode: Mode | str = Mode.HYBRID,
+        agent: str | None = None,
+        session_id: str | None = None,
+        tags: Sequence[str] = (),
+        tiers: Sequence[Tier | str] = (),
+        levels: Sequence[Level | str] = (),
+        include_expired: bool = False,
+        as_of: _dt.datetime | None = None,
+        recency: bool = False,
+        expand_related: bool = False,
+        follow_links: bool = False,
+        rerank_alpha: float | None = None,
+        ef_search: int | None = None,
+        vector: Sequence[float] | None = None,
+        now: _dt.datetime | None = None,
+        explain: bool = False,
+    ) -> Recall:
+        """Recall the memories that best match ``query``.
+
+        Args:
+            query: Natural-language text; it is only ever data, never syntax.
+            k: How many hits (1-10,000).
+            namespace: ``"a/b"``, ``"a/b/*"`` (subtree), a list, or ``None`` (all).
+            where: A metadata filter (see ``docs/reference/where.md``).
+            mode: ``"hybrid"``, ``"vector"`` or ``"text"``.
+            agent: Only memories written by this agent.
+            session_id: Only memories written in this session.
+            tags: Only memories carrying all of these tags.
+            tiers: Only these tiers.
+            levels: Only these levels.
+            include_expired: Also memories past their TTL.
+            as_of: Time travel: what was valid at this instant.
+            recency: Add recency as a third RRF list over the same candidates
+                (it breaks ties; it never brings in a memory by itself).
+            follow_links: Also read the namespaces linked from ``namespace``
+                (restricted to each link's tiers).
+            expand_related: Append the hits' direct graph neighbours that pass
+                the same filters, with score 0, after the ranked hits (they do
+                not count against ``k``).
+            rerank_alpha: Rerank the lexical list by vector similarity instead
+                of fusing: ``>= 2`` reorders the top ``k`` by cosine, ``[1, 2)``
+                breaks near-ties (δ = 0.05) by cosine, ``< 1`` blends
+                ``α·bm25 + (1-α)·cosine``.
+            ef_search: HNSW search breadth (default: scales with the index size).
+            vector: The query's embedding, when you computed it already (used
+                instead of embedding ``query``; ``query`` still feeds BM25).
+            now: The instant expiry is evaluated at (default: the clock).
+            explain: Add per-phase timings to the result.
+
+        Returns:
+            The hits, best first, with per-channel ranks and raw scores.
+
+        Raises:
+            InvalidInputError: When an argument is invalid.
+            FilterTypeError: When ``where`` meets a stored value of another type.
+        """
+        if not isinstance(query, str):
+            raise InvalidInputError("query", f"expected a str, got {type(query).__name__}")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise InvalidInputError("k", f"expected an int within 1-{MAX_K}")
+        try:
+            wanted = Mode(mode)
+        except ValueError:
+            raise InvalidInputError("mode", "expected 'hybrid', 'vector' or 'text'") from None
+        selection = Selection(
+            resolve_now(now), namespace, where, agent, session_id, tags, tiers, levels,
+            include_expired, False, False, None if as_of is None else to_micros(as_of, "as_of"),
+            self._grants(namespace) if follow_links and namespace is not None else (),
+        )  # fmt: skip
+        request = recall.Request(
+            query, k, wanted, selection.compile(), bool(recency),
+            _optional_number(rerank_alpha, "rerank_alpha"), _optional_ef(ef_search),
+            bool(expand_related),
+        )  # fmt: skip
+        timer = recall.Timer()
+        query_vector = None
+        if self._embedder is None and vector is not None:
+            raise InvalidInputError("vector", "the store was opened without an embedder")
+        if self._embedder is not None and (wanted is not Mode.TEXT or rerank_alpha is not None):
+            raw = self._embedder.embed_query(query) if vector is None else vector
+            query_vector = normalized(raw, self._embedder.dims)[0]
+            timer.lap("embed")
+        with self._db.read() as conn:
+            result = recall.execute(
+                conn, self._lexical, self._vectors, query_vector, request, timer
+            )
+        reordered = plugin_rerank(query, result.hits)
+        if reordered is not None:
+            result = recall.reordered(result, reordered)
+            timer.lap("rerank")
+        return recall.with_timings(result, timer.phases) if explain else result
+
+    def stats(self, *, now: _dt.datetime | None = None) -> Stats:
+        """Counts and sizes: live, forgotten, per agent, namespace and tier, file size."""
+        at = resolve_now(now)
+        with self._db.read() as conn:
+            counts = records.statistics(conn, at)
+            lexical_docs, lexical_terms = self._lexical.statistics(conn)
+            vector_count = vector_rows.count(conn)
+            graph_entities, graph_relations = graph.counts(conn)
+            recorded = vector_rows.read_identity(conn)
+        return Stats(
+            live=counts["live"],
+            forgotten=counts["forgotten"],
+            expired=counts["expired"],
+            superseded=counts["superseded"],
+            by_agent={
+                agent: AgentStats(live, tuple(sessions))
+                for agent, (live, sessions) in counts["by_agent"].items()
+            },
+            by_namespace=counts["by_namespace"],
+            by_tier=counts["by_tier"],
+            lexical_documents=lexical_docs,
+            lexical_terms=lexical_terms,
+            vectors=vector_count,
+            graph_entities=graph_entities,
+            graph_relations=graph_relations,
+            embedder=recorded.get("model_id"),
+            file_bytes=self._db.file_bytes(),
+            schema_version=self._db.schema_version,
+        )
+
+
+def _optional_number(value: object, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise InvalidInputError(field, "expected a number")
+    return float(value)
+
+
+def _optional_ef(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000:
+        raise InvalidInputError("ef_search", "expected an int within 1-100,000")
+    return value
