@@ -24,6 +24,7 @@ from embedmind.ids import validate_id
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Draft, Memory
 from embedmind.storage import records
+from embedmind.storage.crashpoints import crashpoint
 from embedmind.storage.database import Database
 from embedmind.timestamps import resolve_now
 from embedmind.vectors.embedding import Embedded, embed_contents
@@ -85,9 +86,11 @@ class MaintenanceMethods:
             self._lexical.add(conn, [(existing.key, prepared.content)], version)
             replace_vectors(conn, existing.key, embedded[0])
             drop_fragments(conn, existing.key)  # their texts hold the old content
+            crashpoint("redact")
             memory = records.select_by_keys(conn, [existing.key])[existing.key]
         self._lexical.clear_cache()
         self._save_vectors()
+        crashpoint("redact-before-checkpoint")
         self._after_redaction(memory)
         if not self._db.checkpoint():
             raise StorageError("redacted, but a reader kept the WAL busy: run redact again")

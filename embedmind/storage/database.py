@@ -24,6 +24,7 @@ from embedmind.storage.connection import (
     Synchronous,
     fetch_one,
 )
+from embedmind.storage.crashpoints import crashpoint
 from embedmind.storage.locking import WriterLock
 
 CommitHook = Callable[[], None]
@@ -108,7 +109,9 @@ class Database:
             _execute(conn, "BEGIN IMMEDIATE")
             try:
                 yield conn
+                crashpoint("before-commit")
                 _execute(conn, "COMMIT")
+                crashpoint("after-commit")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -141,6 +144,7 @@ class Database:
         with self.connections.connection() as conn, self._lock.hold():
             conn.execute("PRAGMA temp_store = FILE")  # do not hold a whole copy in memory
             try:
+                crashpoint("vacuum")
                 _execute(conn, "VACUUM")
             finally:
                 conn.execute("PRAGMA temp_store = MEMORY")

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from contextlib import suppress
 
 from embedmind.errors import StorageError
+from embedmind.storage.crashpoints import crashpoint
 
 PRIVATE_MODE = 0o600
 
@@ -121,7 +122,9 @@ def write_atomically(path: str, write: Callable[[str], None]) -> tuple[int, str]
         finally:
             os.close(fd)
         os.chmod(temp, PRIVATE_MODE)
+        crashpoint("index-save-before-rename")
         os.replace(temp, path)
+        crashpoint("index-save-after-rename")
         _fsync_directory(directory)
     except OSError as e:
         with suppress(OSError):

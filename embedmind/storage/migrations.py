@@ -13,6 +13,7 @@ from collections.abc import Callable
 import apsw
 
 from embedmind.errors import SchemaVersionError
+from embedmind.storage.crashpoints import crashpoint
 
 Migration = Callable[[apsw.Connection], None]
 
@@ -221,6 +222,7 @@ def apply_pending(conn: apsw.Connection, path: str) -> int:
                 conn.execute("COMMIT")
                 continue
             MIGRATIONS[number - 1](conn)
+            crashpoint("migration")
             conn.execute(f"PRAGMA user_version = {number}")
             conn.execute("COMMIT")
         except BaseException:
