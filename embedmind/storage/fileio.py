@@ -114,6 +114,7 @@ def write_atomically(path: str, write: Callable[[str], None]) -> tuple[int, str]
     os.close(fd)
     try:
         write(temp)
+        _save_hook(temp)
         with open(temp, "rb") as handle:
             data = handle.read()
         fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
@@ -131,6 +132,10 @@ def write_atomically(path: str, write: Callable[[str], None]) -> tuple[int, str]
             os.unlink(temp)
         raise StorageError(f"cannot write {path!r}: {e}") from e
     return len(data), checksum_bytes(data)
+
+
+def _save_hook(temp: str) -> None:
+    """Fault-injection seam for tests (a short write, a full disk); does nothing."""
 
 
 def _fsync_directory(directory: str) -> None:

@@ -1,0 +1,70 @@
+"""R4: the engine's own file I/O fails (EIO, ENOSPC, short writes): typed errors, nothing corrupted."""
+
+from __future__ import annotations
+
+import errno
+import logging
+from pathlib import Path
+
+import pytest
+
+import embedmind
+from embedmind.embedders.hashing import HashingEmbedder
+from embedmind.storage import fileio
+
+
+@pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC])
+@pytest.mark.parametrize("step", ["fsync", "replace", "short-write"])
+def test_a_failed_index_save_keeps_the_previous_file(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    code: int,
+    step: str,
+) -> None:
+    path = tmp_path / "f.mind"
+    with embedmind.Store.open(path, embedder=HashingEmbedder(32)) as store:
+        store.remember_many([f"first batch {i}" for i in range(50)])
+    index_file = Path(str(path) + "-vectors")
+    before = index_file.read_bytes()
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise OSError(code, "injected fault")
+
+    store = embedmind.Store.open(path, embedder=HashingEmbedder(32))
+    store.remember_many([f"second batch {i} unicorn" for i in range(50)])
+    if step == "fsync":
+        monkeypatch.setattr(fileio.os, "fsync", fail)
+    elif step == "replace":
+        monkeypatch.setattr(fileio.os, "replace", fail)
+    else:  # the index writes only part of its bytes, then the disk is full
+
+        def short_write(temp: str) -> None:
+            Path(temp).write_bytes(Path(temp).read_bytes()[:100])
+            fail()
+
+        monkeypatch.setattr(fileio, "_save_hook", short_write)
+    with caplog.at_level(logging.WARNING):
+        store.close()  # the index is a cache: a failed save is logged, the close completes
+    assert any("could not save the vector index" in r.getMessage() for r in caplog.records)
+    monkeypatch.undo()
+    assert index_file.read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    with embedmind.Store.open(path, embedder=HashingEmbedder(32)) as reopened:  # space is back
+        assert reopened.stats().live == 100
+        assert "unicorn" in reopened.recall("unicorn", k=1, mode="vector")[0].content
+
+
+def test_write_atomically_raises_a_typed_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "x.bin"
+    target.write_bytes(b"old")
+
+    def no_space(*args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fileio.os, "fsync", no_space)
+    with pytest.raises(embedmind.StorageError, match="No space"):
+        fileio.write_atomically(str(target), lambda temp: Path(temp).write_bytes(b"new"))
+    assert target.read_bytes() == b"old"
