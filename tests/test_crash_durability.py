@@ -100,7 +100,7 @@ def _trial(
     return ops
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(max(60, TRIALS * 3))
 def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     rng = random.Random(SEED)
     store = tmp_path / "crash.mind"
