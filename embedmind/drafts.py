@@ -40,7 +40,6 @@ class Prepared:
     """
 
     id: str
-    caller_id: bool
     namespace: str
     content: str
     metadata_json: str
@@ -90,7 +89,6 @@ def prepare(draft: Draft, now: int) -> Prepared:
         raise InvalidInputError("valid_to", "must be later than valid_from")
     return Prepared(
         id=new_ulid() if draft.id is None else validate_id(draft.id),
-        caller_id=draft.id is not None,
         namespace=normalize_namespace(draft.namespace),
         content=content,
         metadata_json=metadata_to_json(draft.metadata),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -251,6 +251,3 @@ class FragmentRetriever:
             )
         except Exception as e:
             raise FragmentRecallError(f"fragment recall: fragment query failed: {e}") from e
-
-
-ChunkerFunction = Callable[[str], list[tuple[int, int]]]

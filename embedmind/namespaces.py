@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 from embedmind.errors import InvalidInputError
 
-DEFAULT_NAMESPACE = "default"
 MAX_NAMESPACE_CHARS = 256
 SUBTREE_SUFFIX = "/*"
 _FORBIDDEN_SEGMENTS = {".", ".."}

@@ -12,7 +12,7 @@ channel (no embedder, no vectors) degrades to the other and says so.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,9 +189,6 @@ def build(
         }
         hits.append(Hit(memories[key], score, rank, channels))
     return Recall(tuple(hits), mode, tuple(r.channel for r in ranked), degraded, None)
-
-
-QueryEmbedder = Callable[[str], npt.NDArray[np.float32]]
 
 
 def with_timings(result: Recall, timings: Mapping[str, float]) -> Recall:

@@ -210,7 +210,6 @@ def _prepared(item: dict[str, Any]) -> Prepared:
         raise InvalidInputError("content", f"memory {item.get('id')!r} has no text content")
     return Prepared(
         id=item["id"],
-        caller_id=True,
         namespace=normalize_namespace(item["namespace"]),
         content=content,
         metadata_json=metadata_to_json(item.get("metadata") or {}),

@@ -9,9 +9,6 @@ from embedmind.errors import InvalidInputError
 
 UTC = _dt.timezone.utc
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
-# Storage bounds: the datetime range Python can represent, in microseconds.
-MIN_MICROS = -62_135_596_800_000_000
-MAX_MICROS = 253_402_300_799_999_999
 
 
 def now_micros() -> int:

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from embedmind.embedders.protocol import Embedder, Span, Vector, Vectors
 from embedmind.errors import EmbedderError, InvalidInputError
@@ -164,8 +163,3 @@ def identity(embedder: Embedder) -> dict[str, str]:
         "metric": embedder.metric,
         "fingerprint": embedder.fingerprint,
     }
-
-
-def as_matrix(vectors: npt.ArrayLike) -> Vectors:
-    """View validated vectors as a float32 matrix."""
-    return np.asarray(vectors, dtype=np.float32)

@@ -114,11 +114,6 @@ class ConnectionManager:
         else:
             claim_path(path)
 
-    @property
-    def is_memory(self) -> bool:
-        """Whether this is a throwaway in-memory store."""
-        return self._shared is not None
-
     def _after_fork(self) -> None:
         # SQLite keeps per-file lock and shared-memory state per process; a
         # forked child inherits the parent's copy, so even a brand-new

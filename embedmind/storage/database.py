@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import apsw
 
-from embedmind.errors import EmbedmindError, InvalidInputError, StorageError
+from embedmind.errors import InvalidInputError, StorageError
 from embedmind.storage import fileio, migrations
 from embedmind.storage.connection import (
     MEMORY_PATH,
@@ -26,8 +26,6 @@ from embedmind.storage.connection import (
 )
 from embedmind.storage.crashpoints import crashpoint
 from embedmind.storage.locking import WriterLock
-
-CommitHook = Callable[[], None]
 
 
 def normalize_path(path: str | os.PathLike[str]) -> str:
@@ -166,8 +164,3 @@ def _execute(conn: apsw.Connection, sql: str) -> None:
         conn.execute(sql)
     except apsw.Error as e:
         raise StorageError(f"{sql} failed: {e}") from e
-
-
-def translate(error: apsw.Error) -> EmbedmindError:
-    """Map an apsw error to :class:`StorageError`, keeping the message."""
-    return StorageError(f"storage failure: {error}")

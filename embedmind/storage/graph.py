@@ -157,14 +157,6 @@ def set_confidence(conn: apsw.Connection, key: int, confidence: float, now: int)
     )
 
 
-def contradiction(conn: apsw.Connection, key: int) -> tuple[str | None, float | None]:
-    """``(contradicted_by, prior confidence)`` of a memory."""
-    row = fetch_one(
-        conn, "SELECT contradicted_by, prior_confidence FROM memories WHERE key = ?", (key,)
-    )
-    return row[0], row[1]
-
-
 def outgoing(conn: apsw.Connection, key: int) -> list[tuple[str, str, int]]:
     """``(kind, target id, created_at)`` of a memory's stored relations, sorted."""
     return [

@@ -7,8 +7,6 @@ from collections.abc import Sequence
 
 import apsw
 
-from embedmind.storage.connection import fetch_one
-
 
 def reinforce(conn: apsw.Connection, keys: Sequence[int], now: int, new_expiry: int | None) -> int:
     """Bump access counts; slide the TTL of those that expire to ``new_expiry`` if later."""
@@ -121,11 +119,6 @@ def rename_link_endpoints(conn: apsw.Connection, old: str, new: str) -> None:
         )
         # Rows that collided stay under the old name: drop them (never widen a grant).
         conn.execute(f"DELETE FROM namespace_links WHERE {column} = ?", (old,))
-
-
-def count_live(conn: apsw.Connection) -> int:
-    """Live memories."""
-    return int(fetch_one(conn, "SELECT count(*) FROM memories WHERE forgotten_at IS NULL")[0])
 
 
 def oldest_beyond(conn: apsw.Connection, namespace: str, tier: str | None, cap: int) -> list[int]:

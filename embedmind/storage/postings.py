@@ -63,16 +63,6 @@ def lookup_terms(conn: apsw.Connection, terms: Iterable[str]) -> dict[str, TermR
     }
 
 
-def create_term(conn: apsw.Connection, term: str, version: int) -> int:
-    """Add a term with df 0 and return its id."""
-    row = fetch_one(
-        conn,
-        "INSERT INTO lex_terms (term, df, version) VALUES (?, 0, ?) RETURNING term_id",
-        (term, version),
-    )
-    return int(row[0])
-
-
 def create_terms(conn: apsw.Connection, terms: Sequence[str], version: int) -> dict[str, int]:
     """Add terms with df 0 and return their ids."""
     return {
@@ -113,17 +103,6 @@ def _block(row: Sequence[object] | None) -> BlockRow | None:
 
 
 _BLOCK_COLUMNS = "block_id, first_key, count, data"
-
-
-def last_block(conn: apsw.Connection, term_id: int) -> BlockRow | None:
-    """The block with the largest keys of a term."""
-    return _block(
-        conn.execute(
-            f"SELECT {_BLOCK_COLUMNS} FROM lex_blocks WHERE term_id = ? "
-            "ORDER BY first_key DESC LIMIT 1",
-            (term_id,),
-        ).fetchone()
-    )
 
 
 def last_blocks(conn: apsw.Connection, term_ids: Sequence[int]) -> dict[int, BlockRow]:

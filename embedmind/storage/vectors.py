@@ -183,16 +183,6 @@ def _arrays(
     return vec_keys, keys, vectors
 
 
-def spans_of(conn: apsw.Connection, key: int, space: Space = MEMORY) -> list[tuple[int, int]]:
-    """The ``[start, end)`` spans of a memory's vectors, in order."""
-    return [
-        (int(s), int(e))
-        for s, e in conn.execute(
-            f"SELECT start, end FROM {space.table} WHERE key = ? ORDER BY start, vec_key", (key,)
-        )
-    ]
-
-
 def count(conn: apsw.Connection, space: Space = MEMORY) -> int:
     """Number of stored vectors."""
     return int(fetch_one(conn, f"SELECT count(*) FROM {space.table}")[0])
