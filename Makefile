@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP_FLAGS := --disable-pip-version-check --quiet
 
-.PHONY: demo test lint typecheck importlint unit bench-lexical clean
+.PHONY: demo test lint typecheck importlint docs unit bench-lexical clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,10 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest
 	for adapter in $(ADAPTERS); do (cd $$adapter && $(CURDIR)/$(BIN)/python -m pytest) || exit 1; done
 
-test: lint typecheck importlint unit
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet -d build/site
+
+test: lint typecheck importlint docs unit
 
 bench-lexical: $(STAMP)
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev,bench]'
