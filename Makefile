@@ -34,6 +34,7 @@ importlint: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest
+	cd notebooks && ../$(BIN)/python -m pytest --nbmake -q -p no:cacheprovider .
 	for adapter in $(ADAPTERS); do (cd $$adapter && $(CURDIR)/$(BIN)/python -m pytest) || exit 1; done
 
 docs: $(STAMP)
