@@ -39,7 +39,7 @@ class Store(
 
     Open with :meth:`Store.open`; use as a context manager to close it.
 
-    Example:
+    Examples:
         >>> store = Store.open(":memory:", embedder=None)
         >>> _ = store.remember("Alice prefers green tea", namespace="user/alice")
         >>> [hit.content for hit in store.recall("what tea does alice like?", mode="text")]

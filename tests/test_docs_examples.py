@@ -54,3 +54,13 @@ def test_notebooks_are_committed_without_outputs() -> None:
             for c in cells
             if c["cell_type"] == "code"
         ), path
+
+
+def test_api_reference_covers_every_public_name() -> None:
+    import embedmind
+
+    page = (ROOT / "docs" / "reference" / "api.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^::: embedmind\.(\w+)$", page, re.MULTILINE))
+    public = {name for name in embedmind.__all__ if not name.startswith("_")}
+    assert public - documented == set(), "add these names to docs/reference/api.md"
+    assert documented - public == set(), "the API page documents names that are not public"
