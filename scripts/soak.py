@@ -2,7 +2,7 @@
 
 Usage: python scripts/soak.py --minutes 30
 Long sizes: HYPOTHESIS_PROFILE=nightly (3,000 examples x 150 steps) and
-EMBEDMIND_CRASH_TRIALS=2000 for the kill -9 test. Exits non-zero on any failure.
+EMBEDMIND_CRASH_TRIALS (--crash-trials, default 2000) for the kill -9 test. Exits non-zero on any failure.
 """
 
 from __future__ import annotations
@@ -31,8 +31,18 @@ SUITES = [
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument(
+        "--crash-trials",
+        type=int,
+        default=2000,
+        help="kill -9 trials per round of the crash test (the deadline is checked between suites)",
+    )
     args = parser.parse_args()
-    env = {**os.environ, "HYPOTHESIS_PROFILE": "nightly", "EMBEDMIND_CRASH_TRIALS": "2000"}
+    env = {
+        **os.environ,
+        "HYPOTHESIS_PROFILE": "nightly",
+        "EMBEDMIND_CRASH_TRIALS": str(args.crash_trials),
+    }
     deadline = time.monotonic() + args.minutes * 60
     table: dict[str, list[float]] = {suite: [0, 0, 0.0] for suite in SUITES}
     rounds = 0
