@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -44,7 +45,7 @@ def main() -> int:
         "EMBEDMIND_CRASH_TRIALS": str(args.crash_trials),
     }
     deadline = time.monotonic() + args.minutes * 60
-    table: dict[str, list[float]] = {suite: [0, 0, 0.0] for suite in SUITES}
+    table: dict[str, list[float]] = {suite: [0, 0, 0.0, 0] for suite in SUITES}
     rounds = 0
     while time.monotonic() < deadline:
         rounds += 1
@@ -52,25 +53,42 @@ def main() -> int:
             if time.monotonic() >= deadline:
                 break
             started = time.monotonic()
-            done = subprocess.run(
-                [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", suite],
-                cwd=ROOT, env=env, capture_output=True, text=True,
-            )  # fmt: skip
+            returncode = _run_until(suite, env, deadline)
             row = table[suite]
+            elapsed = time.monotonic() - started
+            if returncode is None:  # the deadline fell inside this run: neither pass nor fail
+                row[3] += 1
+                print(
+                    f"[round {rounds}] {suite:<38} cut at the deadline ({elapsed:.0f}s)", flush=True
+                )
+                continue
             row[0] += 1
-            row[1] += done.returncode != 0
-            row[2] = max(row[2], time.monotonic() - started)
-            status = "ok" if done.returncode == 0 else "FAILED"
-            print(
-                f"[round {rounds}] {suite:<38} {status} ({time.monotonic() - started:.0f}s)",
-                flush=True,
-            )
-            if done.returncode != 0:
-                print(done.stdout[-3000:], flush=True)
-    print(f"\n{'suite':<38} {'runs':>5} {'failed':>7} {'slowest s':>10}")
-    for suite, (runs, failed, slowest) in table.items():
-        print(f"{suite:<38} {int(runs):>5} {int(failed):>7} {slowest:>10.0f}")
+            row[1] += returncode != 0
+            row[2] = max(row[2], elapsed)
+            status = "ok" if returncode == 0 else "FAILED"
+            print(f"[round {rounds}] {suite:<38} {status} ({elapsed:.0f}s)", flush=True)
+    print(f"\n{'suite':<38} {'runs':>5} {'failed':>7} {'slowest s':>10} {'cut':>4}")
+    for suite, (runs, failed, slowest, cut) in table.items():
+        print(f"{suite:<38} {int(runs):>5} {int(failed):>7} {slowest:>10.0f} {int(cut):>4}")
     return 1 if any(row[1] for row in table.values()) else 0
+
+
+def _run_until(suite: str, env: dict[str, str], deadline: float) -> int | None:
+    """Run one suite; None when the deadline came first (its whole process group is killed)."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", suite],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,  # so the crash test's writer children die with it
+    ) as child:  # fmt: skip
+        try:
+            output, _ = child.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            return None
+    if child.returncode != 0:
+        print(output[-3000:], flush=True)
+    return child.returncode
 
 
 if __name__ == "__main__":
