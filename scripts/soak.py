@@ -28,6 +28,10 @@ SUITES = [
     "tests/test_injection.py",
 ]
 
+# The ini's 300 s per test suits the CI sizes; at the long sizes the state machine alone runs
+# for minutes, and a timeout firing inside hypothesis reads as a flaky strategy, not a hang.
+SUITE_TIMEOUT_S = 1800
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
@@ -76,7 +80,7 @@ def main() -> int:
 def _run_until(suite: str, env: dict[str, str], deadline: float) -> int | None:
     """Run one suite; None when the deadline came first (its whole process group is killed)."""
     with subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", suite],
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", f"--timeout={SUITE_TIMEOUT_S}", suite],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,  # so the crash test's writer children die with it
     ) as child:  # fmt: skip
