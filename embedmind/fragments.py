@@ -28,8 +28,8 @@ from embedmind.storage import vectors as vector_rows
 from embedmind.storage.selection import Selection
 from embedmind.storage.vectors import FRAGMENTS
 from embedmind.timestamps import resolve_now
-from embedmind.vectors.capped import nearest_capped
 from embedmind.vectors.hnsw import VectorIndex
+from embedmind.vectors.search import nearest_capped
 
 if TYPE_CHECKING:
     from embedmind.store import Store
@@ -129,7 +129,7 @@ class Fragments:
         vector = self._query_vector(query, index.dims)
         condition = Selection(resolve_now(now), namespace, where).compile()
         with self._store._db.read() as conn:
-            found = nearest_capped(conn, index, vector, condition, k, max_per_record)
+            found = nearest_capped(conn, index, vector, condition, k, max_per_record, FRAGMENTS)
             info = rows.details(conn, [v for v, _, _ in found])
         return [
             FragmentHit(info[v][0], Locator(info[v][1], info[v][2]), float(score), info[v][3])

@@ -8,11 +8,17 @@ survive with a margin. When the admitted set looks small (at most
 :data:`EXACT_ADMITTED` vectors) or the pool grows past :data:`EXACT_AFTER`,
 every admitted memory's vectors are scored exactly with numpy instead.
 A memory with several chunks counts once, under its best chunk.
+
+The same planner serves the fragment index with a per-record cap
+(:func:`nearest_capped`): the fragment seed's contract is that with
+``max_per_record=n`` no record contributes more than ``n`` hits, the cap
+applied *during* selection, before the top-``k`` cut.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import apsw
@@ -20,12 +26,17 @@ import numpy as np
 import numpy.typing as npt
 
 from embedmind.storage import vectors as store
+from embedmind.storage.vectors import MEMORY, Space
 from embedmind.vectors.hnsw import VectorIndex, default_ef
 
 EXACT_AFTER = 16_384
 """Pool size past which the planner scores the admitted memories exactly."""
 EXACT_ADMITTED = 5_000
 """Estimated admitted vectors at or below which exact scoring is cheaper than widening."""
+
+
+Hit = tuple[int, int, float]
+"""``(vec_key, record key, cosine)``."""
 
 
 def nearest(
@@ -37,6 +48,26 @@ def nearest(
     ef: int | None = None,
 ) -> list[tuple[int, float]]:
     """The ``k`` admitted memories nearest to ``query``: ``(key, cosine)`` best first."""
+    hits = nearest_capped(conn, index, query, condition, k, cap=1, ef=ef)
+    return [(key, sim) for _, key, sim in hits]
+
+
+def nearest_capped(
+    conn: apsw.Connection,
+    index: VectorIndex,
+    query: npt.NDArray[np.float32],
+    condition: tuple[str, Sequence[Any]],
+    k: int,
+    cap: int | None,
+    space: Space = MEMORY,
+    ef: int | None = None,
+) -> list[Hit]:
+    """The ``k`` best admitted vectors, at most ``cap`` per record, best first.
+
+    The cap is applied while selecting, before the top-``k`` cut, so one
+    record with many vectors cannot crowd out the others; ``cap=1`` is the
+    memory search (a memory counts once, under its best chunk).
+    """
     index.sync(conn)
     size = len(index)
     if size == 0:
@@ -45,29 +76,35 @@ def nearest(
     pool = max(4 * k, 32)
     while True:
         vec_keys, sims = index.search(query, pool, breadth)
-        owners = store.admitted_owners(conn, vec_keys.tolist(), condition[0], condition[1])
-        best = _best_per_memory(vec_keys, sims, owners)
+        owners = store.admitted_owners(conn, vec_keys.tolist(), condition[0], condition[1], space)
         admitted = len(owners) / max(1, len(vec_keys))
         # Unfiltered, k suffice; filtered, ask for a margin so the k-th hit
         # sits well inside the pool, where the graph search is reliable.
-        if len(best) >= k and (admitted == 1.0 or len(best) >= 2 * k):
-            return best[:k]
+        wanted = k if admitted == 1.0 else 2 * k
+        pairs = zip(vec_keys.tolist(), sims.tolist(), strict=True)
+        candidates = [(v, owners[v], s) for v, s in pairs if v in owners]
+        chosen = select(sorted(candidates, key=lambda h: (-h[2], h[0])), wanted, cap)
+        if len(chosen) >= wanted:
+            return chosen[:k]
         if size * admitted <= EXACT_ADMITTED or pool >= size or pool >= EXACT_AFTER:
-            # Few admitted memories (or the graph is exhausted): score all of
+            # Few admitted vectors (or the graph is exhausted): score all of
             # them exactly rather than miss any.
-            return exact(conn, index.dims, query, condition, k)
+            return exact(conn, index.dims, query, condition, k, cap, space)
         pool = min(size, max(pool * 4, int(4 * k / max(admitted, 1e-9))))
 
 
-def _best_per_memory(
-    vec_keys: npt.NDArray[np.int64], sims: npt.NDArray[np.float32], owners: dict[int, int]
-) -> list[tuple[int, float]]:
-    best: dict[int, float] = {}
-    for vec_key, sim in zip(vec_keys.tolist(), sims.tolist(), strict=True):
-        key = owners.get(vec_key)
-        if key is not None and key not in best:
-            best[key] = sim  # results arrive best first: the first chunk wins
-    return sorted(best.items(), key=lambda item: -item[1])
+def select(ordered: Iterable[Hit], k: int, cap: int | None) -> list[Hit]:
+    """The first ``k`` of ``ordered`` (best first) with at most ``cap`` per record."""
+    taken: Counter[int] = Counter()
+    out: list[Hit] = []
+    for hit in ordered:
+        if cap is not None and taken[hit[1]] >= cap:
+            continue
+        taken[hit[1]] += 1
+        out.append(hit)
+        if len(out) == k:
+            break
+    return out
 
 
 def exact(
@@ -76,21 +113,17 @@ def exact(
     query: npt.NDArray[np.float32],
     condition: tuple[str, Sequence[Any]],
     k: int,
-) -> list[tuple[int, float]]:
-    """Score every admitted memory's stored vectors exactly."""
-    sql, params = condition
-    _, keys, vectors = store.of_memories(conn, sql, params, dims)
-    if not len(keys):
+    cap: int | None,
+    space: Space = MEMORY,
+) -> list[Hit]:
+    """Score every admitted vector exactly, then select with the cap."""
+    vec_keys, keys, vectors = store.of_memories(conn, condition[0], condition[1], dims, space)
+    if not len(vec_keys):
         return []
     sims = vectors @ query.astype(np.float32)
-    order = np.lexsort((keys, -sims))
-    best: dict[int, float] = {}
-    for key, sim in zip(keys[order].tolist(), sims[order].tolist(), strict=True):
-        if key not in best:
-            best[key] = float(sim)
-            if len(best) == k:
-                break
-    return list(best.items())
+    order = np.lexsort((vec_keys, -sims))  # best first, ties by vec_key as on the graph path
+    ordered = zip(vec_keys[order].tolist(), keys[order].tolist(), sims[order].tolist(), strict=True)
+    return select(ordered, k, cap)
 
 
 def cosines_of(
