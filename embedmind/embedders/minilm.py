@@ -188,22 +188,17 @@ class MiniLMEmbedder:
 
 def _load_runner(variant: str, cache: Path | None) -> GraphRunner:
     """Load ``variant``; a cached graph that fails to load is rebuilt once, then shipped."""
-    graph = prepare_graph(variant, cache=cache)
-    try:
-        return GraphRunner(graph)
-    except RuntimeError as exc:
-        if not graph.pooled:
-            raise
-        logger.warning("cached graph %s is unusable (%s); rebuilding it", graph.path, exc)
-        graph.path.unlink(missing_ok=True)
-    graph = prepare_graph(variant, cache=cache)
-    try:
-        return GraphRunner(graph)
-    except RuntimeError as exc:
-        if not graph.pooled:
-            raise
-        logger.warning("rebuilt graph unusable (%s); using the shipped graph", exc)
-        return GraphRunner(prepare_graph("shipped", cache=cache))
+    for attempt in ("cached", "rebuilt"):
+        graph = prepare_graph(variant, cache=cache)
+        try:
+            return GraphRunner(graph)
+        except RuntimeError as exc:
+            if not graph.pooled:
+                raise
+            logger.warning("%s graph %s is unusable (%s)", attempt, graph.path, exc)
+            graph.path.unlink(missing_ok=True)  # the next prepare_graph rebuilds it
+    logger.warning("using the shipped graph")
+    return GraphRunner(prepare_graph("shipped", cache=cache))
 
 
 _default: MiniLMEmbedder | None = None

@@ -134,12 +134,7 @@ def load(
     space: Space = MEMORY,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """``(vec_keys, memory keys, vectors)`` of the given vec_keys that still exist."""
-    rows = conn.execute(
-        f"SELECT vec_key, key, data FROM {space.table} "
-        "WHERE vec_key IN (SELECT value FROM json_each(?))",
-        (json.dumps([int(v) for v in vec_keys]),),
-    ).fetchall()
-    return _arrays(rows, dims)
+    return _rows_where_in(conn, "vec_key", vec_keys, dims, space)
 
 
 def load_all(
@@ -237,10 +232,17 @@ def of_keys(
     space: Space = MEMORY,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """Every vector of the given memories."""
+    return _rows_where_in(conn, "key", keys, dims, space)
+
+
+def _rows_where_in(
+    conn: apsw.Connection, column: str, values: Sequence[int], dims: int, space: Space
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """``(vec_keys, memory keys, vectors)`` whose ``column`` is one of ``values``."""
     rows = conn.execute(
         f"SELECT vec_key, key, data FROM {space.table} "
-        "WHERE key IN (SELECT value FROM json_each(?))",
-        (json.dumps([int(k) for k in keys]),),
+        f"WHERE {column} IN (SELECT value FROM json_each(?))",
+        (json.dumps([int(v) for v in values]),),
     ).fetchall()
     return _arrays(rows, dims)
 

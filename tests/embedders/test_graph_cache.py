@@ -60,6 +60,21 @@ def test_corrupt_cache_file_is_rebuilt(tmp_path: Path) -> None:
     np.testing.assert_allclose(second.embed_query("tea"), first.embed_query("tea"), atol=1e-6)
 
 
+def test_unusable_rebuild_falls_back_to_shipped_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = MiniLMEmbedder(cache_dir=tmp_path, threads=1)
+    first.graph.path.write_bytes(b"not an onnx file")
+    monkeypatch.setattr(prepare, "rebuild_bytes", lambda *args: b"still not an onnx file")
+    with caplog.at_level(logging.WARNING, logger="embedmind.embedders.minilm"):
+        shipped = MiniLMEmbedder(cache_dir=tmp_path, threads=1)
+    assert shipped.variant == "shipped"
+    assert "cached graph" in caplog.text
+    assert "rebuilt graph" in caplog.text
+    assert list(tmp_path.iterdir()) == []  # neither unusable graph is left to be loaded again
+    assert shipped.embed_query("tea") @ first.embed_query("tea") > 0.99
+
+
 def _fail(*args: Any) -> bytes:
     raise ImportError("No module named 'onnx'")
 
