@@ -127,22 +127,13 @@ class Store(
             if embedder == DEFAULT:
                 embedder = _recorded_model(database) or DEFAULT
             resolved = resolve(resolve_embedder(embedder))
-        except BaseException:
-            database.close()
-            raise
-        try:
             if resolved is not None:
                 _check_identity(database, resolved)
-        except BaseException:
-            database.close()
-            raise
-        if fragment_policy is not None and resolved is None:
-            database.close()
-            raise InvalidInputError("fragment_policy", "fragments need an embedder")
-        try:
+            elif fragment_policy is not None:
+                raise InvalidInputError("fragment_policy", "fragments need an embedder")
             return cls(database, resolved, metrics, fragment_policy, eviction)
         except BaseException:
-            database.close()
+            database.close()  # a store that failed to open holds no file handle or lock
             raise
 
     @property

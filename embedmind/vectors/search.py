@@ -83,7 +83,8 @@ def nearest_capped(
         wanted = k if admitted == 1.0 else 2 * k
         pairs = zip(vec_keys.tolist(), sims.tolist(), strict=True)
         candidates = [(v, owners[v], s) for v, s in pairs if v in owners]
-        chosen = select(sorted(candidates, key=lambda h: (-h[2], h[0])), wanted, cap)
+        # Stable: equal cosines keep the graph's order, as a plain top-k search would.
+        chosen = select(sorted(candidates, key=lambda h: -h[2]), wanted, cap)
         if len(chosen) >= wanted:
             return chosen[:k]
         if size * admitted <= EXACT_ADMITTED or pool >= size or pool >= EXACT_AFTER:
@@ -121,7 +122,7 @@ def exact(
     if not len(vec_keys):
         return []
     sims = vectors @ query.astype(np.float32)
-    order = np.lexsort((vec_keys, -sims))  # best first, ties by vec_key as on the graph path
+    order = np.lexsort((vec_keys, -sims))  # best first, ties by vec_key
     ordered = zip(vec_keys[order].tolist(), keys[order].tolist(), sims[order].tolist(), strict=True)
     return select(ordered, k, cap)
 
