@@ -37,9 +37,10 @@ JSON_BLOCK = re.compile(r"```json\n(.*?)```", re.DOTALL)
 def test_json_blocks_parse() -> None:
     import json
 
-    for path in DOCS:
-        for block in JSON_BLOCK.findall(path.read_text()):
-            json.loads(block)
+    blocks = [block for path in DOCS for block in JSON_BLOCK.findall(path.read_text())]
+    assert blocks, "the MCP how-to's client configuration is a JSON block"
+    for block in blocks:
+        json.loads(block)
 
 
 def test_notebooks_are_committed_without_outputs() -> None:
