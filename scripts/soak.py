@@ -17,15 +17,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = [
-    "tests/test_crash_durability.py",
-    "tests/test_crashpoints.py",
-    "tests/test_io_faults.py",
-    "tests/test_multiprocess.py",
-    "tests/test_vector_index_files.py",
-    "tests/test_state_machine.py",
-    "tests/test_redact_vacuum.py",
-    "tests/test_filters_oracle.py",
-    "tests/test_injection.py",
+    "tests/reliability/test_crash_durability.py",
+    "tests/reliability/test_crashpoints.py",
+    "tests/reliability/test_io_faults.py",
+    "tests/reliability/test_multiprocess.py",
+    "tests/reliability/test_vector_index_files.py",
+    "tests/reliability/test_state_machine.py",
+    "tests/reliability/test_redact_vacuum.py",
+    "tests/security/test_filters_oracle.py",
+    "tests/security/test_injection.py",
 ]
 
 # The ini's 300 s per test suits the CI sizes; at the long sizes the state machine alone runs

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,40 @@ def store() -> Iterator[embedmind.Store]:
 def store_path(tmp_path: Path) -> Path:
     """A path for an on-disk store under the test's temporary directory."""
     return tmp_path / "memories.mind"
+
+
+Figures = Callable[..., None]
+
+
+@pytest.fixture
+def figures(request: pytest.FixtureRequest) -> Figures:
+    """Record a reliability test's figures (trials, acknowledged writes, lost, ...).
+
+    They are printed in the session summary, one ``FIGURES`` line per test, and appended
+    as JSON lines to the file named by ``EMBEDMIND_FIGURES`` when it is set (the soak reads it).
+    """
+
+    def record(**values: object) -> None:
+        request.node.user_properties.append(("figures", values))
+
+    return record
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    lines = []
+    for outcome in ("passed", "failed"):
+        for report in terminalreporter.stats.get(outcome, []):
+            for key, values in getattr(report, "user_properties", []):
+                if key == "figures" and report.when == "call":
+                    lines.append({"test": report.nodeid, "outcome": outcome, **values})
+    if not lines:
+        return
+    terminalreporter.section("reliability figures")
+    for line in lines:
+        shown = " ".join(f"{k}={v}" for k, v in line.items() if k not in ("test", "outcome"))
+        terminalreporter.write_line(f"FIGURES {line['test']}: {shown}")
+    target = os.environ.get("EMBEDMIND_FIGURES")
+    if target:
+        with open(target, "a", encoding="utf-8") as out:
+            for line in lines:
+                out.write(json.dumps(line, default=str) + "\n")

@@ -19,7 +19,7 @@ import embedmind
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.storage import migrations
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "crash-secret-Xq7-token"
 
 CHILD = """

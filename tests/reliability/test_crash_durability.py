@@ -19,10 +19,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+if TYPE_CHECKING:
+    from conftest import Figures
+
+ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tests" / "tooling" / "crash_writer.py"
 SEED = int(os.environ.get("EMBEDMIND_CRASH_SEED", "20240917"))
 TRIALS = int(os.environ.get("EMBEDMIND_CRASH_TRIALS", "24"))
@@ -101,7 +105,7 @@ def _trial(
 
 
 @pytest.mark.timeout(max(60, TRIALS * 3))
-def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, figures: Figures) -> None:
     rng = random.Random(SEED)
     store = tmp_path / "crash.mind"
     # The model: id -> (sha, forgotten), for every memory the store must hold.
@@ -216,14 +220,11 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, request: pytest.Fixt
                 child.kill()
                 child.wait()
 
-    elapsed = time.monotonic() - started
-    summary = (
-        f"crash durability: trials={TRIALS} acknowledged_writes={acked_writes} lost={lost} "
-        f"in_flight_committed={in_flight_seen} memories={len(model)} seed={SEED} "
-        f"elapsed={elapsed:.1f}s"
-    )
-    print(summary)
-    request.node.user_properties.append(("crash_summary", summary))
+    figures(
+        trials=TRIALS, acknowledged_writes=acked_writes, lost=lost,
+        in_flight_committed=in_flight_seen, memories=len(model), seed=SEED,
+        elapsed_s=round(time.monotonic() - started, 1),
+    )  # fmt: skip
     assert lost == 0
     assert TRIALS >= 20
     assert acked_writes >= TRIALS, "the writers acknowledged too little to prove anything"

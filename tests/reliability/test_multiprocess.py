@@ -15,7 +15,7 @@ import pytest
 
 import embedmind
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tests" / "tooling" / "mp_workers.py"
 DURATION = 5.0
 
