@@ -84,6 +84,16 @@ class VectorIndex:
         self._lock = threading.RLock()
         self.rebuilt = 0
         """How many times this process rebuilt the index from SQLite (diagnostics)."""
+        self._provisional: store.IndexFile | None = None
+        """The registry entry :meth:`save` wrote inside a transaction not yet known committed.
+
+        ``save`` runs inside the caller's write transaction, so its ``sync``
+        puts that transaction's own, uncommitted vectors into this index. If the
+        transaction rolls back (a failed save or commit, Ctrl-C), SQLite hands
+        the same log sequences and vec_keys out again to other vectors, and the
+        index would keep the rolled-back vectors under the reused keys (found by
+        tests/reliability/test_reconcile.py). The next sync compares the
+        registry with this entry and discards the index when they differ."""
 
     def _new(self) -> Index:
         index: Index = _usearch_index()(
@@ -101,6 +111,7 @@ class VectorIndex:
     def sync(self, conn: apsw.Connection) -> None:
         """Bring the in-memory index up to the committed state ``conn`` sees."""
         with self._lock:
+            self._drop_if_rolled_back(conn)
             last = store.last_seq(conn, self.space)
             if self._index is None:
                 self._open(conn)
@@ -112,6 +123,19 @@ class VectorIndex:
                 self._open(conn)  # the log was trimmed past what we applied
                 return
             self._replay(conn, self._applied)
+
+    def _drop_if_rolled_back(self, conn: apsw.Connection) -> None:
+        """Discard the index when the transaction of the last in-transaction save rolled back."""
+        if self._provisional is None:
+            return
+        if store.index_file(conn, self.space.index_name) != self._provisional:
+            # Rolled back (or replaced since by another process's save: a
+            # needless but harmless reload). Reload from the committed state.
+            self._index, self._provisional = None, None
+        elif conn.txn_state("main") != apsw.SQLITE_TXN_WRITE:
+            # Seen from outside any write transaction: that save committed. (In
+            # a write transaction it may be the very one that saved: keep checking.)
+            self._provisional = None
 
     def _open(self, conn: apsw.Connection) -> None:
         entry = store.index_file(conn, self.space.index_name)
@@ -196,20 +220,26 @@ class VectorIndex:
         if self.file_path is None:
             return False
         with self._lock:
-            self.sync(conn)
-            index = self._index
-            if index is None:
-                return False
-            entry = store.index_file(conn, self.space.index_name)
-            if not force and entry is not None and entry.seq == self._applied:
-                return False
-            size, checksum = fileio.write_atomically(
-                self.file_path, lambda temp: _save(index, temp)
-            )
-            store.record_index_file(
-                conn, self.space.index_name, store.IndexFile(self._applied, checksum, size)
-            )
-            store.trim_log(conn, self._applied, self.space)
+            try:
+                self.sync(conn)
+                index = self._index
+                if index is None:
+                    return False
+                entry = store.index_file(conn, self.space.index_name)
+                if not force and entry is not None and entry.seq == self._applied:
+                    return False
+                size, checksum = fileio.write_atomically(
+                    self.file_path, lambda temp: _save(index, temp)
+                )
+                written = store.IndexFile(self._applied, checksum, size)
+                store.record_index_file(conn, self.space.index_name, written)
+                store.trim_log(conn, self._applied, self.space)
+            except BaseException:
+                # The caller's transaction rolls back, taking with it the
+                # vectors this sync applied: drop the index, the next sync reloads.
+                self._index, self._provisional = None, None
+                raise
+            self._provisional = written  # checked by the next sync (see __init__)
             return True
 
     def unsaved(self, conn: apsw.Connection) -> int:

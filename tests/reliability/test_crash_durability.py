@@ -1,8 +1,8 @@
 """kill -9 a writer at random moments: every acknowledged write survives, nothing is partial.
 
 A child process (``tests/tooling/crash_writer.py``) loops remember /
-remember_many / forget on a store file and prints ``ACK ...`` after each call
-returns. The parent SIGKILLs it at a seeded random moment, then a fresh
+remember_many / forget / supersede / redact / vacuum on a store file and prints
+``ACK ...`` after each call returns (RELIABILITY.md R1). The parent SIGKILLs it at a seeded random moment, then a fresh
 process dumps the store; the parent checks the dump against a model built from
 the acknowledgements. The same file is reused by every trial, so a store
 killed over and over must keep recovering.
@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from tooling.crash_writer import redacted as redacted_content
+from tooling.crash_writer import sha
 
 if TYPE_CHECKING:
     from conftest import Figures
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tests" / "tooling" / "crash_writer.py"
 SEED = int(os.environ.get("EMBEDMIND_CRASH_SEED", "20240917"))
-TRIALS = int(os.environ.get("EMBEDMIND_CRASH_TRIALS", "24"))
+TRIALS = int(os.environ.get("EMBEDMIND_CRASH_TRIALS", "25"))
 
 
 def _env() -> dict[str, str]:
@@ -41,7 +43,7 @@ def _env() -> dict[str, str]:
 
 @dataclass
 class Op:
-    kind: str  # remember | batch | forget
+    kind: str  # remember | batch | forget | supersede | redact | vacuum
     ids: list[str]
     acked: bool = False
     detail: list[str] = field(default_factory=list)
@@ -104,13 +106,73 @@ def _trial(
     return ops
 
 
+def _settle(
+    op: Op,
+    mems: dict[str, dict],
+    model: dict[str, tuple[str, bool]],
+    successor: dict[str, str],
+    redacted: set[str],
+    vacuumed: set[str],
+) -> bool:
+    """Fold the call in flight at the kill into the model, asserting it is all or nothing.
+
+    Returns:
+        Whether the store shows the call as committed.
+    """
+    if op.kind in ("remember", "batch"):
+        present = [i for i in op.ids if i in mems]
+        assert present in ([], op.ids), (
+            f"unacknowledged {op.kind} partially applied: {len(present)} of {len(op.ids)}"
+        )
+        for i in present:
+            model[i] = (mems[i]["sha"], mems[i]["forgotten"])
+        return bool(present)
+    if op.kind == "supersede":
+        new, old = op.ids
+        done = new in mems
+        assert mems[old]["superseded_by"] == (new if done else None), (
+            f"supersede half applied: {new} present={done}, "
+            f"{old} superseded by {mems[old]['superseded_by']}"
+        )
+        if done:
+            model[new] = (mems[new]["sha"], mems[new]["forgotten"])
+            successor[old] = new
+        return done
+    if op.kind == "forget":
+        memory_id = op.ids[0]
+        done = bool(mems[memory_id]["forgotten"])
+        model[memory_id] = (model[memory_id][0], done)
+        return done
+    if op.kind == "redact":
+        memory_id = op.ids[0]
+        got = mems[memory_id]
+        done = got["sha"] != model[memory_id][0]
+        if done:
+            assert got["sha"] == sha(redacted_content(memory_id), got["metadata"]), got
+            model[memory_id] = (got["sha"], False)
+            redacted.add(memory_id)
+        return done
+    assert op.kind == "vacuum", op
+    tombstones = [i for i, (_, forgotten) in model.items() if forgotten]
+    gone = [i for i in tombstones if i not in mems]
+    assert gone in ([], tombstones), f"vacuum dropped {len(gone)} of {len(tombstones)} tombstones"
+    for memory_id in gone:
+        del model[memory_id]
+        vacuumed.add(memory_id)
+    return bool(gone)
+
+
 @pytest.mark.timeout(max(60, TRIALS * 3))
 def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, figures: Figures) -> None:
     rng = random.Random(SEED)
     store = tmp_path / "crash.mind"
     # The model: id -> (sha, forgotten), for every memory the store must hold.
     model: dict[str, tuple[str, bool]] = {}
-    acked_writes = lost = in_flight_seen = 0
+    successor: dict[str, str] = {}  # superseded id -> the id that superseded it
+    redacted: set[str] = set()
+    vacuumed: set[str] = set()  # forgotten ids a vacuum removed
+    acked_kinds: dict[str, int] = {}
+    acked_writes = lost = in_flight_seen = leaks = 0
     started = time.monotonic()
     seeds = [rng.randrange(2**32) for _ in range(TRIALS)]
     spawned: list[subprocess.Popen[bytes]] = []
@@ -142,53 +204,54 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, figures: Figures) ->
                     pending = op
                     continue
                 acked_writes += 1
+                acked_kinds[op.kind] = acked_kinds.get(op.kind, 0) + 1
                 if op.kind == "forget":
                     assert op.ids[0] in model, op
                     assert not model[op.ids[0]][1], op
                     assert op.detail == ["True"], f"forget of a live memory returned {op.detail}"
                     model[op.ids[0]] = (model[op.ids[0]][0], True)
+                elif op.kind == "supersede":
+                    new, old = op.ids
+                    assert old in model and not model[old][1], op
+                    model[new] = (op.detail[0], False)
+                    successor[old] = new
+                elif op.kind == "redact":
+                    model[op.ids[0]] = (op.detail[0], False)
+                    redacted.add(op.ids[0])
+                elif op.kind == "vacuum":  # tombstones are gone for good
+                    for memory_id in [i for i, (_, gone) in model.items() if gone]:
+                        del model[memory_id]
+                        vacuumed.add(memory_id)
                 else:
                     for memory_id, digest in zip(op.ids, op.detail, strict=True):
                         model[memory_id] = (digest, False)
 
-            trial_ids = [i for op in ops if op.acked and op.kind != "forget" for i in op.ids]
-            sample = trial_ids[-40:] + rng.sample(sorted(model), min(40, len(model)))
-            if pending is not None:
+            trial_ids = [i for op in ops if op.acked and op.kind != "vacuum" for i in op.ids]
+            sample = [i for i in trial_ids[-40:] if i in model]
+            sample += rng.sample(sorted(model), min(40, len(model)))
+            if pending is not None and pending.kind != "vacuum":
                 sample += pending.ids
             sample = sorted(set(sample))
             dump = _dump(store, tmp_path, sample, trial)
             mems: dict[str, dict] = dump["memories"]
-
-            failures: list[str] = []
             assert dump["integrity"] == ["ok"], dump["integrity"]
             assert dump["duplicates"] == []
+
+            # The op in flight happened entirely or not at all; learn which from the store.
+            if pending is not None:
+                in_flight_seen += _settle(pending, mems, model, successor, redacted, vacuumed)
+            failures: list[str] = []
             for memory_id, (digest, forgotten) in model.items():
                 got = mems.get(memory_id)
-                if got is None or got["sha"] != digest:
+                if got is None or got["sha"] != digest or got["forgotten"] != forgotten:
                     lost += 1
                     failures.append(f"acknowledged {memory_id} lost or changed: {got}")
-                elif got["forgotten"] != forgotten and not (
-                    pending is not None and pending.kind == "forget" and pending.ids == [memory_id]
-                ):
+            for old, new in successor.items():
+                current = old in mems and new in model and not model[new][1]
+                if current and mems[old]["superseded_by"] != new:
                     lost += 1
-                    failures.append(f"{memory_id}: forgotten={got['forgotten']}, want {forgotten}")
-            # Only the op in flight may have left anything the model does not know.
+                    failures.append(f"{old} superseded by {mems[old]['superseded_by']}, not {new}")
             unknown = set(mems) - set(model)
-            if pending is not None and pending.kind != "forget":
-                present = [i for i in pending.ids if i in mems]
-                assert present in ([], pending.ids), (
-                    f"trial {trial}: unacknowledged {pending.kind} partially applied: "
-                    f"{len(present)} of {len(pending.ids)}"
-                )
-                unknown -= set(pending.ids)
-                if present:
-                    in_flight_seen += 1
-                    for i in present:
-                        model[i] = (mems[i]["sha"], mems[i]["forgotten"])
-            elif pending is not None and pending.kind == "forget":
-                memory_id = pending.ids[0]
-                in_flight_seen += mems[memory_id]["forgotten"]
-                model[memory_id] = (model[memory_id][0], mems[memory_id]["forgotten"])
             assert not unknown, f"trial {trial}: memories nobody wrote: {sorted(unknown)[:5]}"
             assert failures == [], f"trial {trial} (seed {SEED}):\n" + "\n".join(failures[:20])
 
@@ -200,20 +263,28 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, figures: Figures) ->
                 if m["metadata"]["kind"] == "batch":
                     sizes.setdefault(m["metadata"]["batch"], []).append(m["metadata"]["size"])
             for batch, found in sizes.items():
-                assert len(found) == found[0], f"batch {batch}: {len(found)} of {found[0]} present"
+                # A vacuum drops forgotten members, so a batch may only shrink by those.
+                dropped = sum(i.startswith(batch + "-") for i in vacuumed)
+                assert len(found) + dropped == found[0], (
+                    f"batch {batch}: {len(found)} of {found[0]} present, {dropped} vacuumed"
+                )
 
-            # Reads agree with the rows: get, stats and the lexical postings.
+            # Reads agree with the rows: get, stats, the lexical postings, redaction.
             live = {i for i, (_, forgotten) in model.items() if not forgotten}
             want = {"live": len(live), "forgotten": len(model) - len(live)}
             assert dump["stats"] == {**want, "lexical_documents": len(live)}
             for memory_id in sample:
                 want_get = model[memory_id][0] if memory_id in live else None
                 assert dump["get"][memory_id] == want_get, memory_id
-                hits = dump["recall"][memory_id]
-                if memory_id in live:
-                    assert hits == [memory_id], f"recall of {memory_id}'s token found {hits}"
-                else:
-                    assert hits == [], f"recall found {hits} for a forgotten/absent {memory_id}"
+                findable = memory_id in live and mems[memory_id]["superseded_by"] is None
+                want_hits = [memory_id] if findable else []
+                got_hits = dump["recall"][memory_id]
+                assert got_hits == want_hits, f"recall of {memory_id}'s token: {got_hits}"
+                want_secret = [] if memory_id in redacted else want_hits
+                got_secret = dump["secret"][memory_id]
+                if got_secret != want_secret:
+                    leaks += 1
+                assert got_secret == want_secret, f"{memory_id}'s original words: {got_secret}"
     finally:
         for child in spawned:
             if child.poll() is None:
@@ -221,10 +292,12 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, figures: Figures) ->
                 child.wait()
 
     figures(
-        trials=TRIALS, acknowledged_writes=acked_writes, lost=lost,
-        in_flight_committed=in_flight_seen, memories=len(model), seed=SEED,
+        trials=TRIALS, acknowledged_writes=acked_writes, lost=lost, tombstone_leaks=leaks,
+        in_flight_committed=in_flight_seen, by_kind=acked_kinds, memories=len(model), seed=SEED,
         elapsed_s=round(time.monotonic() - started, 1),
     )  # fmt: skip
     assert lost == 0
+    assert leaks == 0
     assert TRIALS >= 20
     assert acked_writes >= TRIALS, "the writers acknowledged too little to prove anything"
+    assert len(acked_kinds) == 6, f"some kinds of call were never acknowledged: {acked_kinds}"

@@ -3,7 +3,8 @@
 ``crash_writer.py write STORE SEED PREFIX [GOFILE]``
     Waits for ``GOFILE`` to exist (when given), opens ``STORE``, prints
     ``READY`` and loops a seeded mixed workload of ``remember``,
-    ``remember_many`` and ``forget``. Before each call it prints
+    ``remember_many``, ``forget``, supersede (``remember(supersedes=...)``),
+    ``redact`` and ``vacuum``. Before each call it prints
     ``BEGIN <op> <ids>`` and after the call returns ``ACK <op> <ids> <detail>``,
     each line flushed before the next call starts, so whatever the parent reads
     after the kill is exactly what the engine had acknowledged (plus at most
@@ -12,13 +13,16 @@
         ACK remember <id> <sha>
         ACK batch <id1,id2,...> <sha1,sha2,...>
         ACK forget <id> <True|False>
+        ACK supersede <new>,<old> <sha of new>
+        ACK redact <id> <sha after redaction>
+        ACK vacuum -
 
 ``crash_writer.py dump STORE QUERIES OUT``
     Opens ``STORE`` in this fresh process and writes JSON to ``OUT``: every
-    memory (``iter(include_forgotten=True)``) with its sha, forgotten flag and
-    metadata, ``stats()``, SQLite's ``integrity_check``, and for every id in
-    the ``QUERIES`` JSON list, ``get(id)`` and the hits of
-    ``recall(token(id), mode="text")``.
+    memory (superseded and forgotten ones included) with its sha, forgotten
+    flag, successor and metadata, ``stats()``, SQLite's ``integrity_check``,
+    and for every id in the ``QUERIES`` JSON list, ``get(id)`` and the hits of
+    ``recall(token(id), mode="text")`` and of ``recall(secret(id), ...)``.
 """
 
 from __future__ import annotations
@@ -48,6 +52,16 @@ def token(memory_id: str) -> str:
     return "tok_" + "".join(ch if ch.isalnum() else "_" for ch in memory_id.lower())
 
 
+def secret(memory_id: str) -> str:
+    """A word only the original content holds: redaction must make it unfindable."""
+    return "sec_" + token(memory_id)[4:]
+
+
+def redacted(memory_id: str) -> str:
+    """The content a redaction writes (it keeps the token, drops the secret)."""
+    return f"REDACTED {token(memory_id)}"
+
+
 def sha(content: str, metadata: object) -> str:
     """Fingerprint of exactly what a memory must read back as."""
     blob = json.dumps({"content": content, "metadata": metadata}, sort_keys=True)
@@ -59,6 +73,7 @@ def _content(rng: random.Random, memory_id: str) -> str:
     n = rng.choice((3, 8, 20, 60)) if rng.random() < 0.9 else rng.randint(2_000, 6_000)
     words = [rng.choice(WORDS) for _ in range(n)]
     words.insert(rng.randint(0, n), token(memory_id))
+    words.insert(rng.randint(0, n + 1), secret(memory_id))
     return " ".join(words)
 
 
@@ -96,7 +111,7 @@ def write(path: str, seed: int, prefix: str, go: str | None = None) -> None:
         if time.monotonic() > deadline:
             break
         roll = rng.random()
-        if roll < 0.45:
+        if roll < 0.40:
             memory_id = f"{prefix}-s{n}"
             content = _content(rng, memory_id)
             metadata = _metadata(rng, content, kind="single")
@@ -104,7 +119,7 @@ def write(path: str, seed: int, prefix: str, go: str | None = None) -> None:
             store.remember(content, id=memory_id, metadata=metadata)
             say(f"ACK remember {memory_id} {sha(content, metadata)}")
             live.append(memory_id)
-        elif roll < 0.85 or not live:
+        elif roll < 0.75 or not live:
             size = rng.randint(1, 20)
             batch = f"{prefix}-b{n}"
             items = []
@@ -119,11 +134,29 @@ def write(path: str, seed: int, prefix: str, go: str | None = None) -> None:
             shas = ",".join(sha(d["content"], d["metadata"]) for d in items)
             say(f"ACK batch {ids} {shas}")
             live += [d["id"] for d in items]
-        else:
+        elif roll < 0.87:
             memory_id = live.pop(rng.randrange(len(live)))
             say(f"BEGIN forget {memory_id}")
             result = store.forget(memory_id)
             say(f"ACK forget {memory_id} {result}")
+        elif roll < 0.94:
+            old = live.pop(rng.randrange(len(live)))  # a head: superseding history is refused
+            memory_id = f"{prefix}-u{n}"
+            content = _content(rng, memory_id)
+            metadata = _metadata(rng, content, kind="single")
+            say(f"BEGIN supersede {memory_id},{old}")
+            store.remember(content, id=memory_id, metadata=metadata, supersedes=[old])
+            say(f"ACK supersede {memory_id},{old} {sha(content, metadata)}")
+            live.append(memory_id)
+        elif roll < 0.98:
+            memory_id = rng.choice(live)
+            say(f"BEGIN redact {memory_id}")
+            memory = store.redact(memory_id, redacted(memory_id))
+            say(f"ACK redact {memory_id} {sha(memory.content, memory.metadata)}")
+        else:
+            say("BEGIN vacuum -")
+            store.vacuum()
+            say("ACK vacuum -")
     store.close()
     say("DONE")
 
@@ -136,22 +169,26 @@ def dump(path: str, queries_path: str, out_path: str) -> None:
     store = embedmind.Store.open(path, embedder=None)
     memories = {}
     duplicates = []
-    for m in store.iter(include_forgotten=True):
+    for m in store.iter(include_forgotten=True, include_superseded=True):
         if m.id in memories:
             duplicates.append(m.id)
         memories[m.id] = {
             "sha": sha(m.content, m.metadata),
             "forgotten": m.forgotten,
+            "superseded_by": m.superseded_by,
             "metadata": m.metadata,
-            "content_ok": hashlib.sha256(m.content.encode()).hexdigest() == m.metadata.get("csha"),
+            "content_ok": m.content == redacted(m.id)
+            or hashlib.sha256(m.content.encode()).hexdigest() == m.metadata.get("csha"),
             "token_ok": token(m.id) in m.content.split(),
         }
-    got, recalls = {}, {}
+    got, recalls, secrets = {}, {}, {}
     for memory_id in queries:
         hit = store.get(memory_id)
         got[memory_id] = None if hit is None else sha(hit.content, hit.metadata)
         hits = store.recall(token(memory_id), mode="text", k=20)
         recalls[memory_id] = [h.memory.id for h in hits]
+        hits = store.recall(secret(memory_id), mode="text", k=20)
+        secrets[memory_id] = [h.memory.id for h in hits]
     stats = store.stats()
     store.close()
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
@@ -162,6 +199,7 @@ def dump(path: str, queries_path: str, out_path: str) -> None:
         duplicates=duplicates,
         get=got,
         recall=recalls,
+        secret=secrets,
         stats={
             "live": stats.live,
             "forgotten": stats.forgotten,
