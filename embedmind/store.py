@@ -151,8 +151,11 @@ class Store(
     def close(self) -> None:
         """Save the vector index if it moved on, then close the store.
 
-        Further calls raise :class:`~embedmind.errors.StoreClosedError`.
+        Further calls raise :class:`~embedmind.errors.StoreClosedError`;
+        closing again does nothing, like closing a file twice.
         """
+        if self._db.closed:
+            return
         try:
             if self._vectors is not None and self._vectors.file_path is not None:
                 with self._db.write() as conn:

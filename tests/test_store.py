@@ -11,6 +11,7 @@ import pytest
 
 import embedmind
 from embedmind import Draft, Level, Tier
+from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.storage import migrations
 
 UTC = dt.timezone.utc
@@ -229,6 +230,16 @@ def test_closed_store_refuses_calls(store_path: Path) -> None:
     s.close()
     with pytest.raises(embedmind.StoreClosedError):
         s.remember("late")
+    s.close()  # a second close is a no-op, as for files
+
+
+def test_closing_twice_with_vectors_is_a_no_op(store_path: Path) -> None:
+    s = embedmind.Store.open(store_path, embedder=HashingEmbedder(dims=16))
+    s.remember("alpha beta")
+    s.close()
+    s.close()
+    with embedmind.Store.open(store_path, embedder=HashingEmbedder(dims=16)) as again:
+        assert again.recall("alpha", mode="vector", k=1).ids == [again.iter().__next__().id]
 
 
 def test_file_uri_is_a_literal_file_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -140,6 +140,11 @@ class ConnectionManager:
                 self._all.append(conn)
         yield conn
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` ran."""
+        return self._closed
+
     def close(self) -> None:
         """Close every connection this manager opened in this process."""
         with self._guard:

@@ -153,6 +153,11 @@ class Database:
             return 0
         return fileio.file_size(self.path) + fileio.file_size(self.path + "-wal")
 
+    @property
+    def closed(self) -> bool:
+        """Whether the database was closed."""
+        return self.connections.closed
+
     def close(self) -> None:
         """Close every connection and lock file."""
         self.connections.close()
