@@ -1,216 +1,225 @@
-"""Turn benchmark results into tables, ratios and JSON, and describe the machine.
+"""What every benchmark run produces: tables for people and one JSON document.
 
-Nothing here prints: functions return strings and dictionaries, and the
-calling script decides where they go.
+The JSON has the same top-level keys for every workload (``REQUIRED_KEYS``):
+where it ran (``machine``, ``cores``, ``blas``, ``versions``), how it was
+asked (``command``, ``config``), and what it measured: ``figures`` (every
+number, nested by size and engine), ``ratios`` (flat, ``"a/b"`` names; the
+figures that survive a noisy machine) and ``skipped`` (peer -> reason).
+Nothing here prints; the CLI decides where text goes.
+
+Example:
+    >>> table = Table("demo", ["engine", "p50 ms"])
+    >>> table.add("numpy", fmt(1.234, ".2f"))
+    >>> table.skip("faiss", "faiss not installed")
+    >>> print(table.render())
+    demo
+    engine | p50 ms
+    numpy  |   1.23
+    faiss  | skipped: faiss not installed
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
+import datetime as _dt
 import json
 import math
-import os
-import platform
-import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from embedmind.benchmarks.lexical import EngineResult, K, SizeResult
+from embedmind.benchmarks import machine as _machine
 
-BASELINES = ("tantivy", "fts5")
-# bm25s shares embedmind's stemmer and stop words, the closest BM25 to compare with.
-OVERLAP_BASELINES = ("tantivy", "fts5", "bm25s")
-_PACKAGES = ("apsw", "numpy", "tantivy", "bm25s", "PyStemmer", "tqdm", "embedmind")
-
-
-def _version(package: str) -> str | None:
-    """Return the installed version of ``package``, or ``None``."""
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _blas_info() -> dict[str, Any]:
-    """Describe numpy's BLAS: threadpoolctl's live view if installed, else build info."""
-    info: dict[str, Any] = {"OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE")}
-    try:
-        threadpoolctl = importlib.import_module("threadpoolctl")
-        info["threadpoolctl"] = threadpoolctl.threadpool_info()
-    except ImportError:
-        numpy = importlib.import_module("numpy")
-        config = numpy.show_config(mode="dicts")
-        info["numpy_build"] = config.get("Build Dependencies", {})
-        info["simd"] = config.get("SIMD Extensions", {})
-    return info
+SCHEMA = "embedmind.bench/1"
+REQUIRED_KEYS = (
+    "schema",
+    "workload",
+    "command",
+    "started_at",
+    "duration_s",
+    "machine",
+    "cores",
+    "versions",
+    "blas",
+    "config",
+    "figures",
+    "ratios",
+    "skipped",
+)
 
 
-def machine_info() -> dict[str, Any]:
-    """Describe the machine, interpreter and every compared package's version.
-
-    Returns:
-        A JSON-ready dictionary.
-    """
-    apsw = importlib.import_module("apsw")
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        # Other jobs on a shared machine skew absolute times; record how busy it was.
-        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        "python": sys.version,
-        "sqlite": apsw.sqlite_lib_version(),
-        "versions": {name: _version(name) for name in _PACKAGES},
-        "blas": _blas_info(),
-    }
-
-
-def ratio(result: SizeResult, name: str, baseline: str) -> float | None:
-    """Return ``p50(name) / p50(baseline)``, or ``None`` if either did not run.
+def fmt(value: float | None, spec: str) -> str:
+    """Format a figure, or ``-`` when it was not measured.
 
     Args:
-        result: One size's results.
-        name: The engine in the numerator.
-        baseline: The engine in the denominator.
+        value: The figure.
+        spec: A format spec such as ``".2f"`` or ``",.0f"``.
 
     Returns:
-        The ratio of median latencies.
+        The formatted text.
     """
-    a, b = result.engines.get(name), result.engines.get(baseline)
-    if a is None or b is None or a.status != "ok" or b.status != "ok":
-        return None
-    return a.p50_ms / b.p50_ms
-
-
-def overlap(result: SizeResult, name: str, baseline: str) -> float | None:
-    """Return the mean of ``|top-K(name) ∩ top-K(baseline)| / K`` over queries.
-
-    BM25 variants differ (stemmers, stop words, idf smoothing), so this is a
-    sanity check that engines find the same kind of documents, not a gate.
-
-    Args:
-        result: One size's results.
-        name: One engine.
-        baseline: The other engine.
-
-    Returns:
-        The mean overlap in ``[0, 1]``, or ``None`` if either did not run.
-    """
-    a, b = result.engines.get(name), result.engines.get(baseline)
-    if a is None or b is None or a.status != "ok" or b.status != "ok":
-        return None
-    pairs = list(zip(a.top_keys, b.top_keys, strict=False))
-    if not pairs:
-        return None
-    return sum(len(set(x) & set(y)) for x, y in pairs) / (K * len(pairs))
-
-
-def _fmt(value: float | None, spec: str) -> str:
-    """Format a figure, or ``-`` when it is missing."""
-    if value is None or math.isnan(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return format(value, spec)
 
 
-def _row(result: SizeResult, engine: EngineResult) -> list[str]:
-    """Return one table row for ``engine``."""
-    if engine.status != "ok":
-        return [engine.name, f"{engine.status}: {engine.reason}"[:70]]
-    rate = result.size / engine.build_seconds if engine.build_seconds else None
-    return [
-        engine.name,
-        _fmt(rate, ",.0f"),
-        _fmt(engine.p50_ms, ".3f"),
-        _fmt(engine.p95_ms, ".3f"),
-        _fmt(ratio(result, engine.name, "tantivy"), ".2f"),
-        _fmt(ratio(result, engine.name, "fts5"), ".4f"),
-        _fmt(overlap(result, engine.name, "tantivy"), ".2f"),
-        _fmt(overlap(result, engine.name, "fts5"), ".2f"),
-        _fmt(overlap(result, engine.name, "bm25s"), ".2f"),
-        _fmt(engine.index_bytes / 1e6, ".1f") if engine.index_bytes else "mem",
-    ]
+@dataclass
+class Table:
+    """A plain-text table; a skipped row spans the columns with its reason.
 
-
-def format_table(result: SizeResult) -> str:
-    """Render one size's results as an aligned text table.
-
-    Args:
-        result: One size's results.
-
-    Returns:
-        A multi-line string; skipped or failed engines say why.
+    Attributes:
+        title: The line printed above the table.
+        header: Column names; the first column names the row.
+        rows: Cells per row (a skipped row has two: name and reason).
+        notes: Lines printed under the table.
     """
-    header = ["engine", "build docs/s", "p50 ms", "p95 ms", "p50/tantivy", "p50/FTS5"]
-    header += ["top10∩tantivy", "top10∩FTS5", "top10∩bm25s", "index MB"]
-    rows = [header] + [_row(result, e) for e in result.engines.values()]
-    full = [row for row in rows if len(row) == len(header)]
-    widths = [max(len(row[i]) for row in full) for i in range(len(header))]
-    lines = [f"n = {result.size:,}, {result.queries} queries, top-{K}"]
-    for row in rows:
-        if len(row) != len(header):  # a skipped or failed engine: name and reason
-            lines.append(f"{row[0].ljust(widths[0])} | {row[1]}")
-            continue
-        cells = [row[0].ljust(widths[0])]
-        cells += [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
-        lines.append(" | ".join(cells))
-    return "\n".join(lines)
+
+    title: str
+    header: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, *cells: str) -> None:
+        """Append a row of already formatted cells."""
+        if len(cells) != len(self.header):
+            raise ValueError(f"expected {len(self.header)} cells, got {len(cells)}")
+        self.rows.append(list(cells))
+
+    def skip(self, name: str, reason: str) -> None:
+        """Append a row saying why ``name`` did not run."""
+        self.rows.append([name, f"skipped: {reason}"])
+
+    def render(self) -> str:
+        """Return the aligned table as text."""
+        full = [self.header] + [row for row in self.rows if len(row) == len(self.header)]
+        widths = [max(len(row[i]) for row in full) for i in range(len(self.header))]
+        lines = [self.title]
+        for row in [self.header, *self.rows]:
+            if len(row) != len(self.header):
+                lines.append(f"{row[0].ljust(widths[0])} | {row[1]}")
+                continue
+            cells = [row[0].ljust(widths[0])]
+            cells += [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+            lines.append(" | ".join(cells).rstrip())
+        return "\n".join(lines + self.notes)
 
 
-def size_label(size: int) -> str:
-    """Return ``"1M"`` for 1,000,000, ``"100k"`` for 100,000, else the number."""
-    if size % 1_000_000 == 0:
-        return f"{size // 1_000_000}M"
-    if size % 1_000 == 0:
-        return f"{size // 1_000}k"
-    return str(size)
+@dataclass
+class Outcome:
+    """What one workload measured.
+
+    Attributes:
+        figures: Every number, JSON-ready, nested as the workload likes.
+        ratios: Flat ``name -> ratio`` (``None`` when a side did not run).
+        tables: What to print, in order.
+        skipped: Peers or parts that did not run, with the reason.
+        packages: Distributions of the peers compared (their versions are recorded).
+        status: ``"ok"``, or ``"skipped"`` when the whole workload could not run.
+    """
+
+    figures: dict[str, Any] = field(default_factory=dict)
+    ratios: dict[str, float | None] = field(default_factory=dict)
+    tables: list[Table] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    packages: tuple[str, ...] = ()
+    status: str = "ok"
 
 
-def engine_json(result: SizeResult, engine: EngineResult) -> dict[str, Any]:
-    """Return every figure of one engine at one size, JSON-ready."""
-    data: dict[str, Any] = {
-        "status": engine.status,
-        "reason": engine.reason,
-        "settings": engine.settings,
-        "build_seconds": engine.build_seconds,
-        "build_docs_per_s": result.size / engine.build_seconds if engine.build_seconds else None,
-        "index_bytes": engine.index_bytes,
-        "p50_ms": None if engine.status != "ok" else engine.p50_ms,
-        "p95_ms": None if engine.status != "ok" else engine.p95_ms,
-        "latencies_ms": [ns / 1e6 for ns in engine.latencies_ns],
-    }
-    for base in BASELINES:
-        data[f"p50_ratio_vs_{base}"] = ratio(result, engine.name, base)
-    data["overlap"] = {
-        other: overlap(result, engine.name, other)
-        for other in result.engines
-        if other != engine.name
-    }
-    return data
+def _clean(value: Any) -> Any:
+    """Make ``value`` JSON-safe: NaN and infinities become ``None``, numpy scalars plain."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        value = value.item()  # numpy scalar
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
 
 
-def results_json(results: list[SizeResult], config: dict[str, Any]) -> dict[str, Any]:
-    """Assemble the whole run: machine, configuration and every size's figures.
+def build(
+    workload: str,
+    outcome: Outcome,
+    *,
+    config: dict[str, Any],
+    command: str,
+    argv: list[str],
+    started: _dt.datetime,
+) -> dict[str, Any]:
+    """Assemble the JSON document of one run.
 
     Args:
-        results: One entry per corpus size, in run order.
+        workload: ``"lexical"``, ``"vector"``, ...
+        outcome: What the workload measured.
         config: The run's settings (sizes, queries, seed, ...).
+        command: The command that reproduces the run.
+        argv: The arguments as the process received them.
+        started: When the run started (timezone-aware).
 
     Returns:
-        A JSON-ready dictionary.
+        A JSON-ready dictionary with every key of ``REQUIRED_KEYS``.
     """
-    sizes = {
-        size_label(r.size): {
-            "size": r.size,
-            "queries": r.queries,
-            "engines": {name: engine_json(r, e) for name, e in r.engines.items()},
-        }
-        for r in results
+    finished = _dt.datetime.now(_dt.timezone.utc)
+    info = _machine.machine()
+    report = {
+        "schema": SCHEMA,
+        "workload": workload,
+        "status": outcome.status,
+        "command": command,
+        "argv": argv,
+        "started_at": started.isoformat(),
+        "finished_at": finished.isoformat(),
+        "duration_s": (finished - started).total_seconds(),
+        "machine": info,
+        "cores": info["cores"]["logical"],
+        "versions": _machine.versions(outcome.packages),
+        "blas": _machine.blas(),
+        "config": config,
+        "figures": outcome.figures,
+        "ratios": outcome.ratios,
+        "skipped": outcome.skipped,
     }
-    return {"benchmark": "lexical", "machine": machine_info(), "config": config, "sizes": sizes}
+    cleaned: dict[str, Any] = _clean(report)
+    return cleaned
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` to ``path`` as indented JSON (NaN becomes ``null``)."""
-    text = json.dumps(data, indent=2, default=str)
-    path.write_text(text.replace("NaN", "null") + "\n", encoding="utf-8")
+def missing_keys(report: dict[str, Any]) -> list[str]:
+    """Return the required top-level keys that ``report`` lacks.
+
+    Args:
+        report: A parsed benchmark JSON document.
+
+    Returns:
+        The missing keys, in ``REQUIRED_KEYS`` order (empty when valid).
+    """
+    return [key for key in REQUIRED_KEYS if key not in report]
+
+
+def default_path(workload: str, label: str, when: _dt.datetime, root: Path) -> Path:
+    """Return ``root/build/bench/<workload>-<label>-<UTC timestamp>.json``.
+
+    Args:
+        workload: The workload name.
+        label: The size label (``"10k"``, ``"10k-100k"``, ``"locomo"``).
+        when: The run's start.
+        root: Usually the current directory.
+
+    Returns:
+        The path (its directory is not created here).
+    """
+    stamp = when.astimezone(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return root / "build" / "bench" / f"{workload}-{label}-{stamp}.json"
+
+
+def write(path: Path, report: dict[str, Any]) -> None:
+    """Write ``report`` to ``path`` as indented JSON, creating the directory.
+
+    Args:
+        path: Where to write.
+        report: The document from :func:`build`.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(_clean(report), indent=2, allow_nan=False, default=str)
+    path.write_text(text + "\n", encoding="utf-8")

@@ -31,16 +31,20 @@ if scenario == "batches":
     with embedmind.Store.open(path, embedder=None) as s:
         for b in range(3):
             s.remember_many([embedmind.Draft(f"batch {b} item {i}", id=f"b{b}-{i}") for i in range(5)])
-elif scenario == "save":
-    s = embedmind.Store.open(path, embedder=HashingEmbedder(32))
-    s.remember_many([f"memory about topic {i % 7} number {i}" for i in range(200)])
-    s.close()
+elif scenario == "save":  # three index saves, one per close
+    for r in range(3):
+        s = embedmind.Store.open(path, embedder=HashingEmbedder(32))
+        s.remember_many([f"memory about topic {i % 7} number {r}-{i}" for i in range(70)])
+        s.close()
 elif scenario == "vacuum":
     with embedmind.Store.open(path, embedder=HashingEmbedder(32)) as s:
-        s.vacuum()
+        for r in range(3):
+            s.forget(f"drop-{r}")
+            s.vacuum()
 elif scenario == "redact":
     with embedmind.Store.open(path, embedder=HashingEmbedder(32)) as s:
-        s.redact("leak", "the password was removed")
+        for r in range(3):
+            s.redact(f"leak-{r}", "the password was removed")
 elif scenario == "create":
     embedmind.Store.open(path, embedder=None).close()
 print("FINISHED")
@@ -76,13 +80,16 @@ def test_commit_is_all_or_nothing(tmp_path: Path, point: str, hit: int) -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("point", ["index-save-before-rename", "index-save-after-rename"])
-def test_index_save_crash_never_leaves_a_trusted_wrong_index(tmp_path: Path, point: str) -> None:
+@pytest.mark.parametrize("hit", [1, 2, 3])
+def test_index_save_crash_never_leaves_a_trusted_wrong_index(
+    tmp_path: Path, point: str, hit: int
+) -> None:
     path = tmp_path / "s.mind"
-    assert _child(path, "save", point, 1) == -signal.SIGKILL
+    assert _child(path, "save", point, hit) == -signal.SIGKILL
     embedder = HashingEmbedder(32)
     with embedmind.Store.open(path, embedder=embedder) as store:
         memories = list(store.iter())
-        assert len(memories) == 200
+        assert len(memories) == 70 * hit  # each cycle's batch committed before its save
         query = embedder.embed_query("topic 3")
         best = max(float(embedder.embed_query(m.content) @ query) for m in memories)
         hit = store.recall("topic 3", k=1, mode="vector")[0]
@@ -90,35 +97,44 @@ def test_index_save_crash_never_leaves_a_trusted_wrong_index(tmp_path: Path, poi
 
 
 @pytest.mark.timeout(120)
-def test_vacuum_crash_leaves_a_valid_store(tmp_path: Path) -> None:
+@pytest.mark.parametrize("hit", [1, 2, 3])
+def test_vacuum_crash_leaves_a_valid_store(tmp_path: Path, hit: int) -> None:
     path = tmp_path / "v.mind"
     with embedmind.Store.open(path, embedder=HashingEmbedder(32)) as store:
         kept = store.remember_many([f"keep {i}" for i in range(20)])
+        store.remember_many([embedmind.Draft(f"drop {r}", id=f"drop-{r}") for r in range(3)])
         for m in store.remember_many([f"drop {i}" for i in range(20)]):
             store.forget(m.id)
-    assert _child(path, "vacuum", "vacuum", 1) == -signal.SIGKILL
+    assert _child(path, "vacuum", "vacuum", hit) == -signal.SIGKILL
     with embedmind.Store.open(path, embedder=HashingEmbedder(32)) as store:
-        assert {m.id for m in store.iter()} == {m.id for m in kept}
-        assert store.stats().live == 20
+        # The forget before the killed vacuum committed; the later ones never ran.
+        undropped = {f"drop-{r}" for r in range(hit, 3)}
+        assert {m.id for m in store.iter()} == {m.id for m in kept} | undropped
+        assert store.stats().live == 20 + len(undropped)
         store.vacuum()  # and it completes when run again
         assert store.stats().forgotten == 0
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("point", ["redact", "redact-before-checkpoint"])
-def test_redaction_reruns_to_completion(tmp_path: Path, point: str) -> None:
+@pytest.mark.parametrize("hit", [1, 2, 3])
+def test_redaction_reruns_to_completion(tmp_path: Path, point: str, hit: int) -> None:
     path = tmp_path / "r.mind"
     with embedmind.Store.open(path, embedder=HashingEmbedder(32)) as store:
         store.remember_many([f"filler {i}" for i in range(50)])
-        store.remember(f"the password is {SECRET}", id="leak")
-    assert _child(path, "redact", point, 1) == -signal.SIGKILL
+        for r in range(3):
+            store.remember(f"the password is {SECRET}-{r}", id=f"leak-{r}")
+    assert _child(path, "redact", point, hit) == -signal.SIGKILL
     with embedmind.Store.open(path, embedder=HashingEmbedder(32)) as store:
-        content = store.get("leak").content
-        assert content in (
-            f"the password is {SECRET}",
-            "the password was removed",
-        )  # whole or nothing
-        store.redact("leak", "the password was removed")
+        for r in range(3):
+            content = store.get(f"leak-{r}").content
+            if r < hit - 1:  # acknowledged before the kill
+                assert content == "the password was removed"
+            elif r == hit - 1:  # the one killed: whole or nothing
+                assert content in (f"the password is {SECRET}-{r}", "the password was removed")
+            else:
+                assert content == f"the password is {SECRET}-{r}"
+            store.redact(f"leak-{r}", "the password was removed")
     leftovers = sum(
         p.read_bytes().count(SECRET.encode()) for p in tmp_path.iterdir() if p.is_file()
     )
