@@ -1,88 +1,121 @@
-"""Run the reliability tests at their long sizes, repeatedly, and summarise.
+"""Run the reliability and security suites at their long sizes, round after round, and summarise.
 
-Usage: python scripts/soak.py --minutes 30
-Long sizes: HYPOTHESIS_PROFILE=nightly (3,000 examples x 150 steps) and
-EMBEDMIND_CRASH_TRIALS (--crash-trials, default 2000) for the kill -9 test. Exits non-zero on any failure.
+Usage: python scripts/soak.py --minutes 30 [--full]
+
+Every file under tests/reliability and tests/security is one suite. Each round runs
+every suite once with the sizes below (``--full`` uses the sizes of RELIABILITY.md's
+brackets for each round, which take hours); the figures each test records (see the
+``figures`` fixture in tests/conftest.py) are collected through ``EMBEDMIND_FIGURES``
+and added up across rounds. The summary table shows, per suite: runs, failures,
+trials (kill -9 trials, crash states, corruption cases, examples...), acknowledged
+writes, losses, violations, the worst stall and the WAL high-water mark. Exits
+non-zero on any failure or violation. A suite still running at the deadline is cut
+(its process group killed) and counted as cut, neither passed nor failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = [
-    "tests/reliability/test_crash_durability.py",
-    "tests/reliability/test_crashpoints.py",
-    "tests/reliability/test_io_faults.py",
-    "tests/reliability/test_multiprocess.py",
-    "tests/reliability/test_vector_index_files.py",
-    "tests/reliability/test_state_machine.py",
-    "tests/reliability/test_redact_vacuum.py",
-    "tests/security/test_filters_oracle.py",
-    "tests/security/test_injection.py",
-]
+SUITES = sorted(
+    str(p.relative_to(ROOT))
+    for folder in ("tests/reliability", "tests/security")
+    for p in (ROOT / folder).glob("test_*.py")
+)
 
-# The ini's 300 s per test suits the CI sizes; at the long sizes the state machine alone runs
-# for minutes, and a timeout firing inside hypothesis reads as a flaky strategy, not a hang.
-SUITE_TIMEOUT_S = 1800
+# Sizes of one round: long enough to matter, short enough that a 30-minute soak cycles
+# through every suite at least once on 2 cores. Rounds add up (e.g. 7 rounds of the
+# crash test = 2,100 kill -9 trials).
+ROUND_SIZES = {
+    "HYPOTHESIS_PROFILE": "soak",  # 300 examples x 150 steps (tests/conftest.py)
+    "EMBEDMIND_CRASH_TRIALS": "150",
+    "EMBEDMIND_CORRUPTION_CASES": "500",
+    "EMBEDMIND_POWER_LOSS_STATES": "2000",
+    "EMBEDMIND_READERS": "4",
+    "EMBEDMIND_READERS_SECONDS": "60",
+    "EMBEDMIND_WRITERS_SECONDS": "20",
+    "EMBEDMIND_RECONCILE_EXAMPLES": "300",
+}
+FULL_SIZES = {
+    "HYPOTHESIS_PROFILE": "nightly",  # 3,000 x 150
+    "EMBEDMIND_CRASH_TRIALS": "2000",
+    "EMBEDMIND_CORRUPTION_CASES": "2000",
+    "EMBEDMIND_POWER_LOSS_STATES": "20000",
+    "EMBEDMIND_READERS": "4",
+    "EMBEDMIND_READERS_SECONDS": "600",
+    "EMBEDMIND_WRITERS_SECONDS": "60",
+    "EMBEDMIND_RECONCILE_EXAMPLES": "2000",
+}
+# The ini's 300 s per test suits the CI sizes, not these.
+TEST_TIMEOUT_S = 3600
+
+# How a figure adds up across runs, by the words in its name.
+SUMMED = ("trials", "states", "cases", "examples", "acknowledged", "writes", "lost", "leaks")
+WORST = ("stall", "wal", "latency")
+VIOLATIONS = ("lost", "leaks", "errors", "crashed", "wrong", "violations", "failed_opens")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument(
-        "--crash-trials",
-        type=int,
-        default=2000,
-        help="kill -9 trials per round of the crash test (the deadline is checked between suites)",
-    )
+    parser.add_argument("--full", action="store_true", help="RELIABILITY.md's long sizes per round")
+    parser.add_argument("-k", default=None, help="only suites whose path contains this")
     args = parser.parse_args()
-    env = {
-        **os.environ,
-        "HYPOTHESIS_PROFILE": "nightly",
-        "EMBEDMIND_CRASH_TRIALS": str(args.crash_trials),
-    }
+    suites = [s for s in SUITES if args.k is None or args.k in s]
+    sizes = FULL_SIZES if args.full else ROUND_SIZES
+    figures_file = Path(tempfile.mkstemp(prefix="embedmind-soak-", suffix=".jsonl")[1])
+    env = {**os.environ, **sizes, "EMBEDMIND_FIGURES": str(figures_file)}
+    print("sizes per round: " + " ".join(f"{k}={v}" for k, v in sizes.items()), flush=True)
     deadline = time.monotonic() + args.minutes * 60
-    table: dict[str, list[float]] = {suite: [0, 0, 0.0, 0] for suite in SUITES}
+    runs: dict[str, dict[str, float]] = {s: defaultdict(float) for s in suites}
     rounds = 0
     while time.monotonic() < deadline:
         rounds += 1
-        for suite in SUITES:
+        for suite in suites:
             if time.monotonic() >= deadline:
                 break
             started = time.monotonic()
             returncode = _run_until(suite, env, deadline)
-            row = table[suite]
             elapsed = time.monotonic() - started
-            if returncode is None:  # the deadline fell inside this run: neither pass nor fail
-                row[3] += 1
-                print(
-                    f"[round {rounds}] {suite:<38} cut at the deadline ({elapsed:.0f}s)", flush=True
-                )
-                continue
-            row[0] += 1
-            row[1] += returncode != 0
-            row[2] = max(row[2], elapsed)
-            status = "ok" if returncode == 0 else "FAILED"
-            print(f"[round {rounds}] {suite:<38} {status} ({elapsed:.0f}s)", flush=True)
-    print(f"\n{'suite':<38} {'runs':>5} {'failed':>7} {'slowest s':>10} {'cut':>4}")
-    for suite, (runs, failed, slowest, cut) in table.items():
-        print(f"{suite:<38} {int(runs):>5} {int(failed):>7} {slowest:>10.0f} {int(cut):>4}")
-    return 1 if any(row[1] for row in table.values()) else 0
+            row = runs[suite]
+            if returncode is None:
+                row["cut"] += 1
+                status = "cut at the deadline"
+            else:
+                row["runs"] += 1
+                row["failed"] += returncode != 0
+                row["slowest_s"] = max(row["slowest_s"], elapsed)
+                status = "ok" if returncode == 0 else "FAILED"
+            print(f"[round {rounds}] {suite:<48} {status} ({elapsed:.0f}s)", flush=True)
+    table = _table(runs, figures_file)
+    print()
+    print(table)
+    failed = any(r["failed"] or r["violations"] for r in runs.values())
+    print(f"\nrounds started: {rounds}; figures: {figures_file}")
+    print("RESULT: " + ("VIOLATIONS FOUND" if failed else "0 failures, 0 violations"))
+    return 1 if failed else 0
 
 
 def _run_until(suite: str, env: dict[str, str], deadline: float) -> int | None:
     """Run one suite; None when the deadline came first (its whole process group is killed)."""
+    command = [
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+        f"--timeout={TEST_TIMEOUT_S}", suite,
+    ]  # fmt: skip
     with subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", f"--timeout={SUITE_TIMEOUT_S}", suite],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True,  # so the crash test's writer children die with it
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,  # so the crash tests' children die with it
     ) as child:  # fmt: skip
         try:
             output, _ = child.communicate(timeout=max(1.0, deadline - time.monotonic()))
@@ -91,8 +124,51 @@ def _run_until(suite: str, env: dict[str, str], deadline: float) -> int | None:
             child.communicate()
             return None
     if child.returncode != 0:
-        print(output[-3000:], flush=True)
+        print(output[-4000:], flush=True)
     return child.returncode
+
+
+def _table(runs: dict[str, dict[str, float]], figures_file: Path) -> str:
+    """Fold the recorded figures into the runs and format the summary table."""
+    for line in figures_file.read_text(encoding="utf-8").splitlines():
+        record: dict[str, Any] = json.loads(line)
+        suite = record["test"].split("::")[0]
+        row = runs.setdefault(suite, defaultdict(float))
+        for key, value in record.items():
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                continue
+            if any(word in key for word in VIOLATIONS):
+                row["violations"] += value
+            if any(word in key for word in WORST):
+                row[_column(key)] = max(row[_column(key)], value)
+            elif any(word in key for word in SUMMED):
+                row[_column(key)] += value
+    columns = ["runs", "failed", "cut", "trials", "acknowledged", "lost", "violations"]
+    columns += ["stall_ms", "wal_mb", "slowest_s"]
+    lines = [f"{'suite':<48} " + " ".join(f"{c:>12}" for c in columns)]
+    for suite, row in runs.items():
+        cells = [_cell(row.get(c)) for c in columns]
+        lines.append(f"{suite:<48} " + " ".join(f"{c:>12}" for c in cells))
+    return "\n".join(lines)
+
+
+def _column(key: str) -> str:
+    """The table column a figure belongs to."""
+    if "stall" in key or "latency" in key:
+        return "stall_ms"
+    if "wal" in key:
+        return "wal_mb"
+    if "acknowledged" in key or "writes" in key:
+        return "acknowledged"
+    if "lost" in key or "leaks" in key:
+        return "lost"
+    return "trials"
+
+
+def _cell(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Shared fixtures and the hypothesis profiles (``HYPOTHESIS_PROFILE=ci|nightly``)."""
+"""Shared fixtures and the hypothesis profiles (``HYPOTHESIS_PROFILE=ci|soak|nightly``)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ settings.register_profile(
 )  # fmt: skip
 settings.register_profile(
     "nightly", max_examples=3_000, stateful_step_count=150, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)  # fmt: skip
+settings.register_profile(  # one round of scripts/soak.py; rounds add up
+    "soak", max_examples=300, stateful_step_count=150, deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )  # fmt: skip
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
