@@ -99,6 +99,10 @@ def read_verified(path: str, size: int, checksum: str) -> bytes | None:
 def write_atomically(path: str, write: Callable[[str], None]) -> tuple[int, str]:
     """Write a file through a temporary sibling, fsync it, rename it over ``path``.
 
+    The caller holds the store's writer lock, so no other save is under way:
+    any ``<name>.*.tmp`` sibling is a leftover of a save killed before its
+    rename (or of a power cut), and is removed first so they never pile up.
+
     Args:
         path: The destination.
         write: Called with the temporary path; it writes the content there.
@@ -110,6 +114,7 @@ def write_atomically(path: str, write: Callable[[str], None]) -> tuple[int, str]
         StorageError: When any step fails; ``path`` is then left as it was.
     """
     directory = os.path.dirname(path) or "."
+    _remove_leftovers(directory, os.path.basename(path))
     fd, temp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     os.close(fd)
     try:
@@ -132,6 +137,14 @@ def write_atomically(path: str, write: Callable[[str], None]) -> tuple[int, str]
             os.unlink(temp)
         raise StorageError(f"cannot write {path!r}: {e}") from e
     return len(data), checksum_bytes(data)
+
+
+def _remove_leftovers(directory: str, name: str) -> None:
+    with suppress(OSError):
+        for entry in os.scandir(directory):
+            if entry.name.startswith(name + ".") and entry.name.endswith(".tmp"):
+                with suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def _save_hook(temp: str) -> None:

@@ -81,6 +81,15 @@ class VectorIndex:
         self.dtype = dtype
         self._index: Index | None = None
         self._applied = 0
+        self._from_file = False
+        """Whether this index was loaded from the registered file or saved as it.
+
+        A rebuild leaves it false, so the next ``save`` writes even when the
+        registry already names the sequence this index holds: power lost between a
+        forced save's rename and its commit (vacuum) leaves a file that does not
+        match a registry at the current sequence, and skipping the save would
+        rebuild at every open until the next vector write (found by R3,
+        tests/reliability/test_power_loss.py)."""
         self._lock = threading.RLock()
         self.rebuilt = 0
         """How many times this process rebuilt the index from SQLite (diagnostics)."""
@@ -145,6 +154,7 @@ class VectorIndex:
                 index = self._restore(data)
                 if index is not None:
                     self._index, self._applied = index, entry.seq
+                    self._from_file = True
                     self._replay(conn, entry.seq)
                     return
             logger.warning("index file %s is missing, stale or corrupt: rebuilding", self.file_path)
@@ -176,6 +186,7 @@ class VectorIndex:
             index.add(vec_keys.astype(np.uint64), vectors)
             after = int(vec_keys[-1])
         self._index, self._applied = index, applied
+        self._from_file = False
         self.rebuilt += 1
 
     def _replay(self, conn: apsw.Connection, since: int) -> None:
@@ -226,7 +237,8 @@ class VectorIndex:
                 if index is None:
                     return False
                 entry = store.index_file(conn, self.space.index_name)
-                if not force and entry is not None and entry.seq == self._applied:
+                current = entry is not None and entry.seq == self._applied
+                if current and self._from_file and not force:
                     return False
                 size, checksum = fileio.write_atomically(
                     self.file_path, lambda temp: _save(index, temp)
@@ -240,6 +252,7 @@ class VectorIndex:
                 self._index, self._provisional = None, None
                 raise
             self._provisional = written  # checked by the next sync (see __init__)
+            self._from_file = True
             return True
 
     def unsaved(self, conn: apsw.Connection) -> int:

@@ -68,3 +68,16 @@ def test_write_atomically_raises_a_typed_error(
     with pytest.raises(embedmind.StorageError, match="No space"):
         fileio.write_atomically(str(target), lambda temp: Path(temp).write_bytes(b"new"))
     assert target.read_bytes() == b"old"
+
+
+def test_a_save_removes_temporary_files_left_by_a_killed_save(tmp_path: Path) -> None:
+    path = tmp_path / "t.mind"
+    leftover = tmp_path / "t.mind-vectors.k1ll3d.tmp"  # what a save killed before its rename leaves
+    leftover.write_bytes(b"half an index")
+    unrelated = tmp_path / "t.mind-other.x.tmp"
+    unrelated.write_bytes(b"not ours")
+    with embedmind.Store.open(path, embedder=HashingEmbedder(32)) as store:
+        store.remember("a memory with a vector")
+    assert not leftover.exists()
+    assert unrelated.exists()
+    assert Path(f"{path}-vectors").is_file()
