@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP_FLAGS := --disable-pip-version-check --quiet
 
-.PHONY: demo test lint typecheck importlint docs unit bench-lexical clean
+.PHONY: demo test lint typecheck importlint docs unit bench bench-all bench-100k bench-1m bench-lexical clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,9 +42,38 @@ docs: $(STAMP)
 
 test: lint typecheck importlint docs unit
 
-bench-lexical: $(STAMP)
+# Benchmarks (docs/benchmarks.md): peers come from the `bench` extra, installed
+# once into the same environment. Each target prints tables and writes JSON
+# under build/bench/. `bench` is the acceptance pair (under 15 minutes each);
+# the 100k and 1M targets are for a quiet machine (each run under an hour).
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev,bench]'
-	$(BIN)/python scripts/bench_lexical.py
+	touch $(BENCH_STAMP)
+
+# Exit code 5 is "skipped" (no LoCoMo data here), not a failure.
+bench: $(BENCH_STAMP)
+	$(BIN)/embedmind bench locomo || [ $$? -eq 5 ]
+	$(BIN)/embedmind bench peers --size 10k
+
+bench-all: $(BENCH_STAMP)
+	for w in locomo lexical vector ingest recall peers embedder fragments; do \
+		$(BIN)/embedmind bench $$w || [ $$? -eq 5 ] || exit 1; done
+
+bench-100k: $(BENCH_STAMP)
+	for w in lexical vector peers; do $(BIN)/embedmind bench $$w --size 100k || exit 1; done
+	$(BIN)/embedmind bench ingest --sizes 10k,100k
+	$(BIN)/embedmind bench recall --sizes 10k,100k
+
+bench-1m: $(BENCH_STAMP)
+	for w in lexical vector; do $(BIN)/embedmind bench $$w --size 1M || exit 1; done
+	$(BIN)/embedmind bench peers --size 1M --no-locomo
+	$(BIN)/embedmind bench ingest --sizes 10k,100k,1M
+	$(BIN)/embedmind bench recall --sizes 10k,100k,1M
+
+bench-lexical: $(BENCH_STAMP)
+	$(BIN)/embedmind bench lexical --sizes 100k,1M
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -1,21 +1,25 @@
-"""Benchmarks of embedmind against its peers (scripts, not timed tests).
+"""Benchmarks of embedmind beside its anchors and peers: ``embedmind bench WORKLOAD``.
 
-Run them through ``scripts/``; this package holds the corpus generators,
-the engine adapters, the runner and the report helpers.
+One module per workload (``locomo``, ``lexical``, ``vector``, ``ingest``,
+``recall``, ``peers``, ``embedder``, ``fragments``), each with an ``Options``
+dataclass and a ``run(options, ...) -> Outcome``; the parts they share:
+seeded corpora (``corpus``, ``vectordata``), engine adapters
+(``*_engines``), round-robin timing (``timing``), figures (``metrics``) and
+the JSON report with the machine description (``report``, ``machine``).
+Peers are optional (the ``bench`` extra) and imported lazily (``optional``).
 """
 
-from embedmind.benchmarks.corpus import CorpusSpec, iter_documents, make_queries
-from embedmind.benchmarks.lexical import EngineResult, SizeResult, run_size
-from embedmind.benchmarks.report import format_table, results_json, write_json
+from embedmind.benchmarks.metrics import hit_at_k, percentile_ms, recall_at_k
+from embedmind.benchmarks.report import Outcome, Table
+from embedmind.benchmarks.sizes import parse_size, parse_sizes, size_label
 
 __all__ = [
-    "CorpusSpec",
-    "EngineResult",
-    "SizeResult",
-    "format_table",
-    "iter_documents",
-    "make_queries",
-    "results_json",
-    "run_size",
-    "write_json",
+    "Outcome",
+    "Table",
+    "hit_at_k",
+    "parse_size",
+    "parse_sizes",
+    "percentile_ms",
+    "recall_at_k",
+    "size_label",
 ]

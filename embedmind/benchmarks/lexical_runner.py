@@ -1,4 +1,4 @@
-"""Lexical recall benchmark: build every engine on one corpus, time the same queries.
+"""Lexical runner: build every engine on one corpus, time the same queries.
 
 Engines are built one after another, then queried round-robin: for each
 query every engine answers in turn (the order rotating per query), so a
@@ -21,45 +21,17 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from embedmind.benchmarks.engines import ENGINES, LexicalEngine, unavailable_reason
+from embedmind.benchmarks.lexical_engines import ENGINES, LexicalEngine, unavailable_reason
+from embedmind.benchmarks.progress import Progress, ProgressFactory, silent
 
 K = 10
-
-
-class Progress(Protocol):
-    """A progress bar: ``tqdm`` fits, and so does a no-op."""
-
-    def update(self, n: int = 1) -> object:
-        """Advance by ``n`` units."""
-
-    def close(self) -> None:
-        """Finish the bar."""
-
-
-ProgressFactory = Callable[[str, int], Progress]
-
-
-class _Silent:
-    """A progress bar that shows nothing."""
-
-    def update(self, n: int = 1) -> object:
-        return None
-
-    def close(self) -> None:
-        return None
-
-
-def silent_progress(desc: str, total: int) -> Progress:
-    """Return a progress bar that shows nothing (the default outside scripts)."""
-    del desc, total
-    return _Silent()
 
 
 @dataclass
@@ -182,7 +154,7 @@ def run_size(
     *,
     workdir: Path,
     warmup: int = 1,
-    progress: ProgressFactory = silent_progress,
+    progress: ProgressFactory = silent,
 ) -> SizeResult:
     """Build each engine on ``docs`` and time ``queries`` on all of them.
 

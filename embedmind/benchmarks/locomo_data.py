@@ -1,4 +1,4 @@
-"""LoCoMo retrieval through the public API, exactly as the data's README says.
+"""LoCoMo data and scoring, exactly as the data's README says.
 
 Documents: one memory per dialog turn, id = its ``dia_id``, content =
 ``"<speaker>: <text>"`` plus the image caption when the turn has one,
@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from embedmind.benchmarks.metrics import hit_at_k, recall_at_k
 from embedmind.model import Draft, Tier
 from embedmind.store import Store
 
@@ -55,7 +57,15 @@ def _session_date(text: str) -> _dt.datetime:
 
 
 def load(path: Path) -> Dataset:
-    """Read ``locomo-dev.json`` into drafts and questions."""
+    """Read ``locomo-dev.json`` into drafts and questions.
+
+    Args:
+        path: The data file.
+
+    Returns:
+        One draft per dialog turn and the scored questions, with the count
+        of questions skipped for lack of valid evidence.
+    """
     data = Dataset()
     for sample in json.loads(path.read_text()):
         namespace = f"locomo/{sample['sample_id']}"
@@ -93,22 +103,25 @@ def load(path: Path) -> Dataset:
     return data
 
 
-def evaluate(
-    store: Store, questions: Iterable[Question], mode: str, **recall_options: Any
-) -> dict[str, dict[str, float]]:
-    """Recall@k and hit@k per category (and ``overall``) for one recall mode."""
+def score(ranked: Iterable[tuple[Question, Sequence[str]]]) -> dict[str, dict[str, float]]:
+    """Recall@k and hit@k per category and ``overall`` from each question's ranked ids.
+
+    Args:
+        ranked: ``(question, ids best first)`` pairs; at least ``max(KS)`` ids
+            each when the engine found that many.
+
+    Returns:
+        ``{group: {"questions": n, "recall@5": ..., "recall@10": ..., "hit@5": ...,
+        "hit@10": ...}}`` with groups ``overall`` and each category name present.
+    """
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for question in questions:
-        ids = store.recall(
-            question.text, k=max(KS), namespace=question.namespace, mode=mode, **recall_options
-        ).ids
+    for question, ids in ranked:
         for group in ("overall", CATEGORIES[question.category]):
             row = sums[group]
             row["questions"] += 1
             for k in KS:
-                found = len(question.evidence & set(ids[:k]))
-                row[f"recall@{k}"] += found / len(question.evidence)
-                row[f"hit@{k}"] += 1.0 if found else 0.0
+                row[f"recall@{k}"] += recall_at_k(ids, question.evidence, k)
+                row[f"hit@{k}"] += hit_at_k(ids, question.evidence, k)
     return {
         group: {
             name: (value if name == "questions" else value / row["questions"])
@@ -118,14 +131,72 @@ def evaluate(
     }
 
 
+def evaluate(
+    store: Store, questions: Iterable[Question], mode: str, **recall_options: Any
+) -> dict[str, dict[str, float]]:
+    """Ask ``store`` every question in one recall mode and score the answers.
+
+    Args:
+        store: A store holding the dataset's drafts.
+        questions: The questions to ask.
+        mode: ``"text"``, ``"vector"`` or ``"hybrid"``.
+        **recall_options: Passed to :meth:`embedmind.Store.recall`.
+
+    Returns:
+        :func:`score`'s result.
+    """
+    return score(
+        (q, store.recall(q.text, k=max(KS), namespace=q.namespace, mode=mode, **recall_options).ids)
+        for q in questions
+    )
+
+
 def table(results: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
-    """A plain-text table: one row per mode and category."""
+    """Render results as plain text: one row per method and category.
+
+    Args:
+        results: ``{method: score(...)}``.
+
+    Returns:
+        The table.
+    """
     columns = [f"{m}@{k}" for m in ("recall", "hit") for k in KS]
-    lines = [f"{'mode':<8} {'category':<12} {'n':>5} " + " ".join(f"{c:>9}" for c in columns)]
-    for mode, groups in results.items():
+    width = max([8, *(len(method) for method in results)])
+    lines = [
+        f"{'method':<{width}} {'category':<12} {'n':>5} " + " ".join(f"{c:>9}" for c in columns)
+    ]
+    for method, groups in results.items():
         for group in ("overall", *CATEGORIES.values()):
             if group in groups:
                 row = groups[group]
                 cells = " ".join(f"{row[c]:>9.3f}" for c in columns)
-                lines.append(f"{mode:<8} {group:<12} {int(row['questions']):>5} {cells}")
+                lines.append(f"{method:<{width}} {group:<12} {int(row['questions']):>5} {cells}")
     return "\n".join(lines)
+
+
+DATA_ENV = "EMBEDMIND_LOCOMO"
+_RELATIVE = Path("shared/data/locomo/locomo-dev.json")
+
+
+def data_path(explicit: str | Path | None = None) -> Path:
+    """Return where the LoCoMo file is: given, ``$EMBEDMIND_LOCOMO``, or beside the repo.
+
+    Without an explicit path or the variable, the first existing of
+    ``../shared/data/locomo/locomo-dev.json`` next to the repository this
+    package was installed from, then the same path above the current
+    directory and each of its parents.
+
+    Args:
+        explicit: A path given on the command line.
+
+    Returns:
+        The path to read; it may not exist (the caller reports that).
+    """
+    if explicit:
+        return Path(explicit)
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV])
+    repo = Path(__file__).resolve().parents[2]
+    here = Path.cwd().resolve()
+    candidates = [repo.parent / _RELATIVE, *(p / _RELATIVE for p in [here, *here.parents])]
+    return next((c for c in candidates if c.exists()), candidates[0])

@@ -71,12 +71,14 @@ class Table:
         header: Column names; the first column names the row.
         rows: Cells per row (a skipped row has two: name and reason).
         notes: Lines printed under the table.
+        spanning: Indexes of the rows that span the columns (skipped or failed).
     """
 
     title: str
     header: list[str]
     rows: list[list[str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    spanning: set[int] = field(default_factory=set)
 
     def add(self, *cells: str) -> None:
         """Append a row of already formatted cells."""
@@ -84,17 +86,19 @@ class Table:
             raise ValueError(f"expected {len(self.header)} cells, got {len(cells)}")
         self.rows.append(list(cells))
 
-    def skip(self, name: str, reason: str) -> None:
-        """Append a row saying why ``name`` did not run."""
-        self.rows.append([name, f"skipped: {reason}"])
+    def skip(self, name: str, reason: str, *, status: str = "skipped") -> None:
+        """Append a row saying why ``name`` did not run (``status``: skipped or failed)."""
+        self.spanning.add(len(self.rows))
+        self.rows.append([name, f"{status}: {reason}"])
 
     def render(self) -> str:
         """Return the aligned table as text."""
-        full = [self.header] + [row for row in self.rows if len(row) == len(self.header)]
+        full = [self.header] + [r for i, r in enumerate(self.rows) if i not in self.spanning]
         widths = [max(len(row[i]) for row in full) for i in range(len(self.header))]
+        widths[0] = max(widths[0], *(len(r[0]) for r in self.rows)) if self.rows else widths[0]
         lines = [self.title]
-        for row in [self.header, *self.rows]:
-            if len(row) != len(self.header):
+        for i, row in enumerate([self.header, *self.rows], start=-1):
+            if i in self.spanning:
                 lines.append(f"{row[0].ljust(widths[0])} | {row[1]}")
                 continue
             cells = [row[0].ljust(widths[0])]

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from embedmind.cli import demo, doctor
+from embedmind.cli import bench, demo, doctor
 from embedmind.errors import (
     ConflictError,
     EmbedmindError,
@@ -267,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     load.set_defaults(run=_import)
     demo_parser = commands.add_parser("demo", help="remember a conversation and ask it questions")
     demo_parser.set_defaults(run=_demo, demo_store=":memory:")
+    bench.add_parser(commands)
     return parser
 
 

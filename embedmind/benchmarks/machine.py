@@ -1,0 +1,158 @@
+"""Describe where a benchmark ran: machine, interpreter, versions and BLAS kernel.
+
+On a shared machine an absolute time means little, so every report carries
+what is needed to judge it: the CPU model and core count, the load when the
+run started, the version of every package compared, and the BLAS kernel
+numpy actually dispatched to (OpenBLAS picks one at load time, and
+``OPENBLAS_CORETYPE`` can force a slower one: 400 vs 216 GFLOP/s here).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import platform
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+# Environment that changes how BLAS and OpenMP threads behave; recorded with the kernel.
+THREAD_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY")
+# Always reported; a workload adds the peers it compared.
+CORE_PACKAGES = ("embedmind", "numpy", "usearch", "onnxruntime", "apsw", "tokenizers")
+
+
+def package_version(name: str) -> str | None:
+    """Return the installed version of distribution ``name``, or ``None``.
+
+    Args:
+        name: A distribution name such as ``"chromadb"``.
+
+    Returns:
+        The version string, or ``None`` when it is not installed.
+    """
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def versions(extra: Iterable[str] = ()) -> dict[str, str | None]:
+    """Return the versions of the core packages, SQLite and ``extra`` peers.
+
+    Args:
+        extra: Distribution names of the peers a workload compared.
+
+    Returns:
+        ``{name: version or None}``; ``sqlite`` is the library apsw bundles.
+    """
+    found = {name: package_version(name) for name in (*CORE_PACKAGES, *extra)}
+    apsw = importlib.import_module("apsw")
+    found["sqlite"] = apsw.sqlite_lib_version()
+    return found
+
+
+def _cpu_model() -> str:
+    """Return the CPU model name (``/proc/cpuinfo`` on Linux)."""
+    with_info = Path("/proc/cpuinfo")
+    if with_info.exists():
+        for line in with_info.read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def _ram_bytes() -> int | None:
+    """Return the physical memory size, when the platform says."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def cores() -> dict[str, int | None]:
+    """Return the logical core count and how many this process may use.
+
+    Returns:
+        ``{"logical": ..., "usable": ...}``.
+    """
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {"logical": os.cpu_count(), "usable": usable}
+
+
+def blas() -> dict[str, Any]:
+    """Describe numpy's BLAS and the kernel it runs.
+
+    With threadpoolctl (in the ``bench`` extra) the live libraries are read,
+    kernel included; without it only numpy's build information is known.
+
+    Returns:
+        ``library``, ``version``, ``kernel``, ``threads``, ``source`` (how it
+        was found), the ``THREAD_ENV`` variables and the raw ``pools``.
+    """
+    numpy = importlib.import_module("numpy")
+    info: dict[str, Any] = {name: os.environ.get(name) for name in THREAD_ENV}
+    try:
+        pools = importlib.import_module("threadpoolctl").threadpool_info()
+    except ImportError:
+        build = numpy.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+        info.update(library=build.get("name"), version=build.get("version"), kernel=None)
+        info.update(threads=None, source="numpy.show_config (install threadpoolctl for the kernel)")
+        return info
+    # numpy's own BLAS lives in numpy.libs; other packages (faiss) may load another.
+    mine = [p for p in pools if p.get("user_api") == "blas" and "numpy" in p.get("filepath", "")]
+    mine = mine or [p for p in pools if p.get("user_api") == "blas"]
+    first = mine[0] if mine else {}
+    info.update(
+        library=first.get("internal_api"),
+        version=first.get("version"),
+        kernel=first.get("architecture"),
+        threads=first.get("num_threads"),
+        source="threadpoolctl",
+        pools=pools,
+    )
+    return info
+
+
+def machine() -> dict[str, Any]:
+    """Describe the machine and the interpreter.
+
+    Returns:
+        A JSON-ready dictionary: platform, CPU model, cores, RAM, Python,
+        and the load average when the run started (other jobs skew times).
+    """
+    return {
+        "platform": platform.platform(),
+        "cpu_model": _cpu_model(),
+        "machine": platform.machine(),
+        "cores": cores(),
+        "ram_bytes": _ram_bytes(),
+        "python": sys.version.split()[0],
+        "python_full": sys.version,
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
+
+
+def summary(info: dict[str, Any], blas_info: dict[str, Any]) -> str:
+    """Return the one-line description printed above every table.
+
+    Args:
+        info: :func:`machine`'s result.
+        blas_info: :func:`blas`'s result.
+
+    Returns:
+        For example ``"Intel Xeon, 2 cores, 23.5 GiB, Python 3.11.7, BLAS
+        openblas 0.3.31 kernel SkylakeX (2 threads), load 1.2"``.
+    """
+    ram = info.get("ram_bytes")
+    ram_text = f"{ram / 2**30:.1f} GiB" if ram else "RAM ?"
+    kernel = blas_info.get("kernel") or "unknown kernel"
+    load = info.get("load_average")
+    load_text = f", load {load[0]:.2f}" if load else ""
+    return (
+        f"{info['cpu_model']}, {info['cores']['logical']} cores, {ram_text}, "
+        f"Python {info['python']}, BLAS {blas_info.get('library')} {blas_info.get('version')} "
+        f"kernel {kernel} ({blas_info.get('threads')} threads){load_text}"
+    )

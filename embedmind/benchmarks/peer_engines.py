@@ -1,0 +1,272 @@
+"""embedmind and the embedded stores a user would pick instead, behind one interface.
+
+Every engine receives the same documents with the same precomputed MiniLM
+vectors, each in a scope (a LoCoMo conversation, or one scope for the
+synthetic corpus), and answers in one or more *modes*: embedmind and LanceDB
+in ``vector`` and ``hybrid`` (LanceDB's hybrid uses its native full-text
+index and its default RRF reranker), Chroma in ``vector`` (its persistent
+client; it has no BM25). Peers are imported lazily; a missing one is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+import numpy as np
+
+from embedmind.benchmarks.optional import load
+from embedmind.benchmarks.vectordata import Matrix
+from embedmind.model import Draft
+from embedmind.store import Store
+
+Step = Callable[[int], object]
+Search = Callable[[str, Matrix, "str | None", int], list[str]]
+BATCH = 5_000  # under Chroma's 5,461-record cap per add
+
+
+class PeerEngine(Protocol):
+    """What the peers benchmark needs from an engine."""
+
+    name: str
+    settings: dict[str, Any]
+
+    def add(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        vectors: Matrix,
+        scopes: Sequence[str],
+        step: Step,
+    ) -> None:
+        """Store every document with its vector and scope, in batches."""
+
+    def finish(self) -> None:
+        """Build what must exist before the first query (indexes); timed apart."""
+
+    def modes(self) -> dict[str, Search]:
+        """Return ``mode -> search(text, vector, scope, k) -> ids``."""
+
+    def close(self) -> None:
+        """Flush and release files, so their size on disk is final."""
+
+
+class EmbedmindPeer:
+    """The engine under test, through the public API (vectors given)."""
+
+    name = "embedmind"
+
+    def __init__(self, root: Path, embedder: Any, *, vector_index_from: int) -> None:
+        del vector_index_from  # the store decides (exact scan below 20k)
+        self.settings: dict[str, Any] = {"synchronous": "NORMAL", "batch": BATCH}
+        self._store = Store.open(root / "bench.mind", embedder=embedder, synchronous="NORMAL")
+        self._probe: list[float] | None = None
+
+    def add(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        vectors: Matrix,
+        scopes: Sequence[str],
+        step: Step,
+    ) -> None:
+        """``remember_many`` in batches of ``BATCH``, one transaction each."""
+        for start in range(0, len(ids), BATCH):
+            end = min(start + BATCH, len(ids))
+            drafts = [
+                Draft(texts[i], id=ids[i], namespace=scopes[i], vector=vectors[i])
+                for i in range(start, end)
+            ]
+            self._store.remember_many(drafts, batch_size=BATCH)
+            step(end - start)
+        self._probe = [float(x) for x in vectors[0]]
+
+    def finish(self) -> None:
+        """Run one recall: the HNSW index catches up with the durable vectors."""
+        if self._probe is not None:
+            self._store.recall("warm up", k=1, vector=self._probe)
+
+    def modes(self) -> dict[str, Search]:
+        """Vector and hybrid recall, the query's vector given."""
+
+        def search(mode: str) -> Search:
+            def run(text: str, vector: Matrix, scope: str | None, k: int) -> list[str]:
+                given = cast("Sequence[float]", vector)  # recall takes arrays too
+                return self._store.recall(text, k=k, namespace=scope, vector=given, mode=mode).ids
+
+            return run
+
+        return {"vector": search("vector"), "hybrid": search("hybrid")}
+
+    def close(self) -> None:
+        """Close the store (it saves its index file)."""
+        self._store.close()
+
+
+class ChromaPeer:
+    """Chroma's persistent client, cosine HNSW with its defaults."""
+
+    name = "chroma"
+
+    def __init__(self, root: Path, embedder: Any, *, vector_index_from: int) -> None:
+        del embedder, vector_index_from
+        chromadb = _required("chromadb")
+        settings = _required("chromadb.config").Settings(anonymized_telemetry=False)
+        self._client = chromadb.PersistentClient(path=str(root / "chroma"), settings=settings)
+        self._collection = self._client.create_collection(
+            "bench", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+        )
+        self.settings: dict[str, Any] = {"client": "PersistentClient", "hnsw": "defaults, cosine"}
+
+    def add(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        vectors: Matrix,
+        scopes: Sequence[str],
+        step: Step,
+    ) -> None:
+        """``collection.add`` in batches below Chroma's cap."""
+        for start in range(0, len(ids), BATCH):
+            end = min(start + BATCH, len(ids))
+            self._collection.add(
+                ids=list(ids[start:end]),
+                embeddings=vectors[start:end],
+                documents=list(texts[start:end]),
+                metadatas=[{"scope": s} for s in scopes[start:end]],
+            )
+            step(end - start)
+
+    def finish(self) -> None:
+        """Nothing: Chroma indexes as it adds."""
+        self.settings["hnsw"] = self._collection.configuration.get("hnsw")
+
+    def modes(self) -> dict[str, Search]:
+        """Vector search, filtered by scope when one is given."""
+
+        def run(text: str, vector: Matrix, scope: str | None, k: int) -> list[str]:
+            found = self._collection.query(
+                query_embeddings=vector.reshape(1, -1),
+                n_results=k,
+                where={"scope": scope} if scope else None,
+                include=[],
+            )
+            return list(found["ids"][0])
+
+        return {"vector": run}
+
+    def close(self) -> None:
+        """Drop the client (Chroma persists as it goes)."""
+        self._collection = None
+        self._client = None
+
+
+class LancePeer:
+    """LanceDB: one table, a native full-text index, and an ANN index at scale.
+
+    Below ``vector_index_from`` rows LanceDB scans vectors exactly, as a user
+    who never called ``create_index`` gets; from there an ``IVF_HNSW_SQ``
+    cosine index is built, as its documentation advises for large tables.
+    """
+
+    name = "lancedb"
+
+    def __init__(self, root: Path, embedder: Any, *, vector_index_from: int) -> None:
+        del embedder
+        self._lancedb = _required("lancedb")
+        self._pa = _required("pyarrow")
+        self._db = self._lancedb.connect(str(root / "lance"))
+        self._table: Any = None
+        self._index_from = vector_index_from
+        self.settings: dict[str, Any] = {
+            "fts": "native FTS index",
+            "hybrid_reranker": "RRF (default)",
+        }
+
+    def _batch(
+        self, ids: Sequence[str], texts: Sequence[str], vectors: Matrix, scopes: Sequence[str]
+    ) -> Any:
+        pa = self._pa
+        flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
+        return pa.table(
+            {
+                "id": pa.array(list(ids), pa.string()),
+                "text": pa.array(list(texts), pa.string()),
+                "scope": pa.array(list(scopes), pa.string()),
+                "vector": pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1]),
+            }
+        )
+
+    def add(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        vectors: Matrix,
+        scopes: Sequence[str],
+        step: Step,
+    ) -> None:
+        """Create the table from the first batch, append the rest."""
+        big = 10 * BATCH  # a columnar append: larger batches, fewer fragments
+        for start in range(0, len(ids), big):
+            end = min(start + big, len(ids))
+            batch = self._batch(
+                ids[start:end], texts[start:end], vectors[start:end], scopes[start:end]
+            )
+            if self._table is None:
+                self._table = self._db.create_table("bench", data=batch)
+            else:
+                self._table.add(batch)
+            step(end - start)
+
+    def finish(self) -> None:
+        """Build the full-text index, and the vector index at scale."""
+        index = _required("lancedb.index")
+        self._table.create_index("text", config=index.FTS())
+        rows = self._table.count_rows()
+        self.settings["vector_index"] = "none (exact scan)"
+        if rows >= self._index_from:
+            self._table.create_index("vector", config=index.IvfHnswSq(distance_type="cosine"))
+            self.settings["vector_index"] = "IVF_HNSW_SQ, cosine, defaults"
+
+    def modes(self) -> dict[str, Search]:
+        """Vector search and hybrid (vector + full text, RRF)."""
+
+        def scoped(query: Any, scope: str | None) -> Any:
+            return query.where(f"scope = '{scope}'", prefilter=True) if scope else query
+
+        def vector(text: str, vec: Matrix, scope: str | None, k: int) -> list[str]:
+            query = self._table.search(vec, vector_column_name="vector").distance_type("cosine")
+            return _ids(scoped(query, scope).limit(k).select(["id"]).to_arrow())
+
+        def hybrid(text: str, vec: Matrix, scope: str | None, k: int) -> list[str]:
+            query = self._table.search(query_type="hybrid").vector(vec).text(text)
+            return _ids(scoped(query, scope).limit(k).select(["id"]).to_arrow())
+
+        return {"vector": vector, "hybrid": hybrid}
+
+    def close(self) -> None:
+        """Drop the handles (Lance writes as it goes)."""
+        self._table = None
+
+
+def _ids(table: Any) -> list[str]:
+    """Read the ``id`` column of an Arrow result."""
+    return [str(i) for i in table.column("id").to_pylist()]
+
+
+def _required(name: str) -> Any:
+    """Import ``name`` or raise ``RuntimeError`` with the skip reason."""
+    module, reason = load(name)
+    if module is None:
+        raise RuntimeError(reason)
+    return module
+
+
+ENGINES: dict[str, Callable[..., PeerEngine]] = {
+    "embedmind": EmbedmindPeer,
+    "chroma": ChromaPeer,
+    "lancedb": LancePeer,
+}
+# The module each peer needs and its distribution (for the versions record).
+REQUIRES = {"chroma": ("chromadb", "chromadb"), "lancedb": ("lancedb", "lancedb")}
