@@ -112,6 +112,21 @@ def prepare(draft: Draft, now: int) -> Prepared:
     )
 
 
+def query_text(value: object, field: str = "query") -> str:
+    """Validate recall text: a str no longer than the longest content.
+
+    Raises:
+        InvalidInputError: When it is not a str or is longer than
+            :data:`MAX_CONTENT_BYTES` characters (analysing and embedding a
+            50 MB query would take minutes; no memory is that long).
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(field, f"expected a str, got {type(value).__name__}")
+    if len(value) > MAX_CONTENT_BYTES:
+        raise InvalidInputError(field, f"longer than {MAX_CONTENT_BYTES} characters")
+    return value
+
+
 def coerce_draft(item: object, index: int) -> Draft:
     """Accept a :class:`Draft`, a plain string, or a mapping of :class:`Draft` fields."""
     if isinstance(item, Draft):
@@ -141,7 +156,12 @@ def metadata_to_json(metadata: object) -> str:
     if not isinstance(metadata, Mapping):
         raise InvalidInputError("metadata", f"expected a dict, got {type(metadata).__name__}")
     _check_json(metadata, "metadata", 0)
-    text = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as e:
+        # A Mapping that is not a dict (MappingProxyType, a custom class) passes
+        # the checks above, but json cannot write it: a typed error, not json's.
+        raise InvalidInputError("metadata", f"not a JSON object: {e}") from None
     if len(text.encode("utf-8")) > MAX_METADATA_BYTES:
         raise InvalidInputError("metadata", f"larger than {MAX_METADATA_BYTES} bytes as JSON")
     return text
@@ -272,7 +292,7 @@ def _expiry(draft: Draft, now: int) -> int | None:
     if draft.ttl is not None and draft.expires_at is not None:
         raise InvalidInputError("ttl", "pass either ttl or expires_at, not both")
     if draft.ttl is not None:
-        return now + timestamps.duration_micros(draft.ttl, "ttl")
+        return timestamps.in_range(now + timestamps.duration_micros(draft.ttl, "ttl"), "ttl")
     return _optional_time(draft.expires_at, "expires_at")
 
 

@@ -245,10 +245,23 @@ def _element_exists(condition: Sql) -> Sql:
 def _check_key(key: str) -> None:
     if not key or "\x00" in key:
         raise InvalidFilterError("where", f"invalid key {key!r}: empty or contains NUL")
+    _encodable(key, key, "key")
+
+
+def _encodable(text: str, key: str, op: str) -> None:
+    # Keys and values are bound as UTF-8: a lone surrogate would surface as a raw
+    # UnicodeEncodeError from SQLite; it can never match stored metadata anyway.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidFilterError("where", f"{op} on {key!r}: unpaired surrogate") from None
 
 
 def _scalar(arg: object, key: str, op: str) -> None:
-    if arg is None or isinstance(arg, bool | str):
+    if isinstance(arg, str):
+        _encodable(arg, key, op)
+        return
+    if arg is None or isinstance(arg, bool):
         return
     if isinstance(arg, int):
         if not _INT64[0] <= arg <= _INT64[1]:

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from embedmind.embedders.adapt import normalized
+from embedmind.drafts import query_text
+from embedmind.embedders.adapt import normalized, normalized_one
 from embedmind.errors import EmbedmindError, InvalidInputError, NotFoundError
 from embedmind.ids import validate_id
 from embedmind.model import NamespaceScope, Where
@@ -163,8 +164,8 @@ class Fragments:
         if isinstance(query, str):
             embedder = self._store.embedder
             assert embedder is not None  # an index implies an embedder
-            return normalized(embedder.embed_query(query), dims)[0]
-        return normalized(query, dims, "query")[0]
+            return normalized_one(embedder.embed_query(query_text(query)), dims)
+        return normalized_one(query, dims, "query")
 
     def _prepare(
         self, fragments: Sequence[Fragment], dims: int
@@ -174,8 +175,15 @@ class Fragments:
         if len(fragments) > MAX_FRAGMENTS:
             raise InvalidInputError("fragments", f"more than {MAX_FRAGMENTS} for one record")
         spans, given, texts = [], [], []
-        for locator, payload in fragments:
+        for item in fragments:
+            # Validated before unpacking: a malformed item is a typed error, not a raw one.
+            if isinstance(item, str) or not isinstance(item, Sequence) or len(item) != 2:
+                raise InvalidInputError("fragments", "each fragment is a (locator, vector or text)")
+            locator, payload = item
             spans.append(_span(locator))
+            if isinstance(payload, str):
+                # Stored as UTF-8 text: a lone surrogate would fail inside the transaction.
+                _encodable(payload, "fragments")
             texts.append(payload if isinstance(payload, str) else None)
             given.append(payload)
         to_embed = [t for t in texts if t is not None]
@@ -185,8 +193,15 @@ class Fragments:
             if to_embed and embedder
             else iter(())
         )
-        vectors = [next(embedded) if isinstance(p, str) else normalized(p, dims)[0] for p in given]
+        vectors = [next(embedded) if isinstance(p, str) else normalized_one(p, dims) for p in given]
         return spans, vectors, texts
+
+
+def _encodable(text: str, field: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(field, "contains unpaired surrogate characters") from None
 
 
 def _span(locator: object) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 from embedmind.errors import InvalidInputError
 
@@ -54,6 +55,22 @@ def normalize_namespace(value: object, field: str = "namespace") -> str:
     return text
 
 
+def scope_items(scope: object) -> list[object]:
+    """The namespaces (or subtree patterns) a non-``None`` scope lists.
+
+    Raises:
+        InvalidInputError: When the scope is neither a str nor a list, tuple or set
+            (``list(5)`` would be a raw TypeError, ``list({"a": 1})`` its keys).
+    """
+    if isinstance(scope, str):
+        return [scope]
+    if isinstance(scope, Sequence | AbstractSet) and not isinstance(scope, bytes | bytearray):
+        return list(scope)
+    raise InvalidInputError(
+        "namespace", f"expected a str, a list of str or None, got {type(scope).__name__}"
+    )
+
+
 def compile_scope(scope: str | Sequence[str] | None, column: str) -> tuple[str, list[str]]:
     """Compile a namespace scope into a SQL condition over ``column``.
 
@@ -69,7 +86,7 @@ def compile_scope(scope: str | Sequence[str] | None, column: str) -> tuple[str, 
     """
     if scope is None:
         return "1", []
-    items = [scope] if isinstance(scope, str) else list(scope)
+    items = scope_items(scope)
     if not items:
         raise InvalidInputError("namespace", "an empty list matches nothing; pass None for all")
     clauses: list[str] = []

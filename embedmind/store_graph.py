@@ -65,6 +65,13 @@ class GraphMethods:
         """
         if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
             raise InvalidInputError("depth", f"expected an int within 1-{MAX_DEPTH}")
+        if kinds is not None and (
+            isinstance(kinds, str)
+            or not isinstance(kinds, Sequence)
+            or not all(isinstance(k, str) for k in kinds)
+        ):
+            # A bare str would silently become a set of its characters.
+            raise InvalidInputError("kinds", "expected a list of relation kinds")
         allowed = None if kinds is None else set(kinds)
         with self._db.read() as conn:
             start = _live_key(conn, id)
@@ -88,6 +95,10 @@ class GraphMethods:
         """Live memories tagged with the entity ``name``, in time order."""
         if not isinstance(name, str):
             raise InvalidInputError("name", "expected a str")
+        try:
+            name.encode("utf-8")  # bound as UTF-8: a lone surrogate is a raw error in SQLite
+        except UnicodeEncodeError:
+            raise InvalidInputError("name", "contains unpaired surrogate characters") from None
         with self._db.read() as conn:
             keys = graph.entity_member_keys(conn, name)
             memories = records.select_by_keys(conn, keys)

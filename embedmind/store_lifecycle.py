@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from embedmind.errors import InvalidInputError, NotFoundError
 from embedmind.ids import validate_id
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Memory, NamespaceActivity, NamespaceLink, Tier
-from embedmind.namespaces import normalize_namespace
+from embedmind.namespaces import SUBTREE_SUFFIX, normalize_namespace, scope_items
 from embedmind.storage import lifecycle, records
 from embedmind.storage.database import Database
-from embedmind.timestamps import duration_micros, from_micros, resolve_now, to_micros
+from embedmind.timestamps import duration_micros, from_micros, in_range, resolve_now, to_micros
 from embedmind.writes import delete_keys
 
 DURABLE_TIERS = (Tier.SEMANTIC.value, Tier.PROCEDURAL.value)
@@ -54,7 +54,11 @@ class LifecycleMethods:
             How many memories were reinforced.
         """
         at = resolve_now(now)
-        expiry = None if extend_ttl is None else at + duration_micros(extend_ttl, "extend_ttl")
+        expiry = (
+            None
+            if extend_ttl is None
+            else in_range(at + duration_micros(extend_ttl, "extend_ttl"), "extend_ttl")
+        )
         wanted = [validate_id(i, "ids") for i in _list(ids, "ids")]
         with self._db.write() as conn:
             keys = [e.key for e in records.find_many(conn, wanted).values() if not e.forgotten]
@@ -187,6 +191,7 @@ class LifecycleMethods:
         names = None if tiers is None else [_tier(t) for t in _list(tiers, "tiers")]
         if not isinstance(note, str):
             raise InvalidInputError("note", "expected a str")
+        _no_surrogates(note, "note")
         created = resolve_now(created_at)
         with self._db.write() as conn:
             lifecycle.put_link(conn, source, target, names, note, created)
@@ -207,15 +212,27 @@ class LifecycleMethods:
 
     def _grants(self, namespace: object) -> list[tuple[str, tuple[str, ...]]]:
         """The ``(namespace, tiers)`` that links from the exact namespaces in scope grant."""
-        sources = (
-            [namespace] if isinstance(namespace, str) else list(cast(Sequence[str], namespace))
-        )
+        # Compared in NFC, as links are stored: an NFD spelling of a namespace is
+        # the same namespace and must follow the same links.
+        sources = {
+            normalize_namespace(item)
+            for item in scope_items(namespace)
+            if not (isinstance(item, str) and item.endswith(SUBTREE_SUFFIX))
+        }
         grants = []
         for link in self.links():
             if link.src in sources:
                 tiers = DURABLE_TIERS if link.tiers is None else tuple(t.value for t in link.tiers)
                 grants.append((link.dst, tiers))
         return grants
+
+
+def _no_surrogates(text: str, field: str) -> None:
+    # Stored as UTF-8: a lone surrogate would fail inside the transaction as a raw error.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(field, "contains unpaired surrogate characters") from None
 
 
 def _list(values: object, field: str) -> list[Any]:

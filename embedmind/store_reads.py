@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from embedmind import recall
-from embedmind.embedders.adapt import normalized
+from embedmind.drafts import query_text
+from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import InvalidInputError
 from embedmind.ids import validate_id
@@ -85,6 +86,9 @@ class ReadMethods:
             rows = {
                 i: vector_rows.rows_of(conn, e.key) for i, e in found.items() if not e.forgotten
             }
+            dims = int(vector_rows.read_identity(conn).get("dims", 0))
+        # A damaged blob is a typed StorageError, never numpy's ValueError.
+        vector_rows.check_blobs([r[0][2] for r in rows.values() if r], dims)
         return {
             i: np.frombuffer(r[0][2], dtype="<f4").astype(np.float32) for i, r in rows.items() if r
         }
@@ -164,7 +168,8 @@ class ReadMethods:
         """Recall the memories that best match ``query``.
 
         Args:
-            query: Natural-language text; it is only ever data, never syntax.
+            query: Natural-language text; it is only ever data, never syntax (at
+                most 1 MiB of characters, the longest a memory can be).
             k: How many hits (1-10,000).
             namespace: ``"a/b"``, ``"a/b/*"`` (subtree), a list, or ``None`` (all).
             where: A metadata filter (see ``docs/reference/where.md``).
@@ -200,8 +205,7 @@ class ReadMethods:
             InvalidInputError: When an argument is invalid.
             FilterTypeError: When ``where`` meets a stored value of another type.
         """
-        if not isinstance(query, str):
-            raise InvalidInputError("query", f"expected a str, got {type(query).__name__}")
+        query = query_text(query)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise InvalidInputError("k", f"expected an int within 1-{MAX_K}")
         try:
@@ -224,7 +228,7 @@ class ReadMethods:
             raise InvalidInputError("vector", "the store was opened without an embedder")
         if self._embedder is not None and (wanted is not Mode.TEXT or rerank_alpha is not None):
             raw = self._embedder.embed_query(query) if vector is None else vector
-            query_vector = normalized(raw, self._embedder.dims)[0]
+            query_vector = normalized_one(raw, self._embedder.dims)
             timer.lap("embed")
         with self._db.read() as conn:
             result = recall.execute(

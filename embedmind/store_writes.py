@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from tqdm.auto import tqdm
 
 from embedmind import drafts, writes
-from embedmind.embedders.adapt import normalized
+from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import InvalidInputError
 from embedmind.events import MemoryDeleted, MemoryForgotten, MemoryRedacted, MemoryWritten
@@ -397,7 +397,8 @@ def _given_vector(vector: object, embedder: Embedder | None, index: int) -> obje
         return None
     if embedder is None:
         raise InvalidInputError(f"drafts[{index}].vector", "the store has no embedder")
-    row: object = normalized(vector, embedder.dims, f"drafts[{index}].vector")[0]
+    # One vector: a caller passing several would otherwise see all but the first dropped.
+    row: object = normalized_one(vector, embedder.dims, f"drafts[{index}].vector")
     return row
 
 

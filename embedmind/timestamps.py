@@ -9,6 +9,10 @@ from embedmind.errors import InvalidInputError
 
 UTC = _dt.timezone.utc
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
+MIN_MICROS = -62_135_596_800_000_000
+"""0001-01-01T00:00:00Z, the earliest instant a datetime can hold in UTC."""
+MAX_MICROS = 253_402_300_799_999_999
+"""9999-12-31T23:59:59.999999Z, the latest instant a datetime can hold in UTC."""
 
 
 def now_micros() -> int:
@@ -27,7 +31,8 @@ def to_micros(value: _dt.datetime, field: str) -> int:
         Microseconds since 1970-01-01T00:00:00Z.
 
     Raises:
-        InvalidInputError: When ``value`` is not a datetime or is naive.
+        InvalidInputError: When ``value`` is not a datetime, is naive, or lies
+            outside the years 1-9999 once converted to UTC.
     """
     if not isinstance(value, _dt.datetime):
         raise InvalidInputError(field, f"expected a datetime, got {type(value).__name__}")
@@ -36,7 +41,22 @@ def to_micros(value: _dt.datetime, field: str) -> int:
             field, "naive datetime; pass a timezone-aware one, e.g. datetime.now(timezone.utc)"
         )
     delta = value - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return in_range((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds, field)
+
+
+def in_range(micros: int, field: str) -> int:
+    """Return ``micros`` when a datetime can hold it in UTC.
+
+    ``datetime.max`` with a negative offset, or ``now + ttl`` with a huge ``ttl``,
+    lies past year 9999 in UTC: stored, it could never be read back (and SQLite
+    takes at most 64-bit integers), so it is refused before anything is written.
+
+    Raises:
+        InvalidInputError: When the instant lies outside the years 1-9999 (UTC).
+    """
+    if not MIN_MICROS <= micros <= MAX_MICROS:
+        raise InvalidInputError(field, "lies outside the years 1-9999 in UTC")
+    return micros
 
 
 def from_micros(micros: int) -> _dt.datetime:

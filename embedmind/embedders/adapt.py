@@ -60,22 +60,51 @@ def normalized(vectors: object, dims: int | None, field: str = "vector") -> Vect
         InvalidInputError: When a vector is malformed.
     """
     try:
-        array = np.asarray(vectors, dtype=np.float64)
-    except (TypeError, ValueError):
+        raw = np.asarray(vectors)
+    except (TypeError, ValueError, OverflowError):
         raise InvalidInputError(field, "expected a sequence of numbers") from None
+    # Only real numbers make a vector: numpy would parse strings ("0.5"), take
+    # booleans as 0/1, drop imaginary parts and raise a raw OverflowError for
+    # ints beyond a float, so those kinds (and object arrays) are refused here.
+    if raw.dtype.kind not in "iuf":
+        raise InvalidInputError(field, f"expected real numbers, got {raw.dtype} values")
+    array = raw.astype(np.float64)
     if array.ndim == 1:
         array = array[None, :]
-    if array.ndim != 2 or (dims is not None and array.shape[1] != dims):
+    if array.ndim != 2 or (dims is not None and array.shape[1] != dims) or not array.shape[1]:
         raise InvalidInputError(
             field, f"expected vectors of length {dims}, got shape {array.shape}"
         )
     if not np.isfinite(array).all():
         raise InvalidInputError(field, "contains NaN or infinity")
-    norms = np.linalg.norm(array, axis=1)
-    if (norms == 0).any():
-        raise InvalidInputError(field, "a zero vector has no direction")
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.linalg.norm(array, axis=1)
+    odd = ~((norms > 0) & np.isfinite(norms))
+    if odd.any():
+        # Squares of huge (1e308) or tiny (1e-300) components overflow or
+        # underflow: scale those rows by their largest component first, or a
+        # finite vector would be stored as zeros or refused as zero.
+        peaks = np.abs(array[odd]).max(axis=1)
+        if (peaks == 0).any():
+            raise InvalidInputError(field, "a zero vector has no direction")
+        array[odd] = array[odd] / peaks[:, None]
+        norms[odd] = np.linalg.norm(array[odd], axis=1)
     result: Vectors = (array / norms[:, None]).astype(np.float32)
     return result
+
+
+def normalized_one(vector: object, dims: int | None, field: str = "vector") -> Vector:
+    """Like :func:`normalized` for exactly one vector (``(dims,)`` or ``(1, dims)``).
+
+    Raises:
+        InvalidInputError: When the vector is malformed, or is several vectors:
+            taking the first row of those would silently drop the rest.
+    """
+    rows = normalized(vector, dims, field)
+    if rows.shape[0] != 1:
+        raise InvalidInputError(field, f"expected one vector, got {rows.shape[0]}")
+    one: Vector = rows[0]
+    return one
 
 
 class ForeignEmbedder:

@@ -19,10 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from embedmind.errors import StorageError
+
 BLOCK_SIZE = 512
 _KEY = np.dtype("<i8")
 _TF = np.dtype("<u2")
 _LEN = np.dtype("<u4")
+_ROW_BYTES = _KEY.itemsize + _TF.itemsize + _LEN.itemsize
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,15 @@ def encode(postings: Postings) -> bytes:
 
 
 def decode(data: bytes, count: int) -> Postings:
-    """Parse a block of ``count`` postings."""
+    """Parse a block of ``count`` postings.
+
+    Raises:
+        StorageError: When the block is not ``count`` postings long (a damaged row).
+    """
+    # A row the engine did not write (damage, or planted bytes) would otherwise
+    # decode into garbage keys, or fail with numpy's ValueError or a huge allocation.
+    if count < 0 or len(data) != count * _ROW_BYTES:
+        raise StorageError(f"a posting block of {len(data)} bytes cannot hold {count} postings")
     tf_at = 8 * count
     len_at = tf_at + 2 * count
     return Postings(

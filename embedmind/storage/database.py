@@ -5,14 +5,27 @@ Every mutating call runs inside :meth:`Database.write`: the writer lock, then
 ``synchronous=FULL``) or ``ROLLBACK`` on any exception. Reads run inside
 :meth:`Database.read`, a deferred transaction, so a multi-statement read sees
 one consistent snapshot while writers go on.
+
+SQLite's own automatic checkpoint (PASSIVE, at a commit past 1,000 WAL pages)
+copies WAL frames into the database but never waits for readers, and the WAL
+is rewound only once no reader uses it. With readers always inside some
+transaction it never is, and the WAL grows without bound (RELIABILITY.md R8
+measured 134 MB in 10 s with two reader processes). So a committing writer,
+still holding the writer lock, resets the WAL itself once it passes
+:data:`WAL_RESET_BYTES` (see :meth:`Database._bound_wal`). The decision:
+writers may wait up to :data:`WAL_RESET_WAIT_MS` about once per
+:data:`WAL_RESET_BYTES` of WAL for the readers of older snapshots to finish;
+readers are never blocked, and a reader that outlasts the wait only
+postpones the reset.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import apsw
 
@@ -27,21 +40,50 @@ from embedmind.storage.connection import (
 from embedmind.storage.crashpoints import crashpoint
 from embedmind.storage.locking import WriterLock
 
+logger = logging.getLogger(__name__)
+
+WAL_RESET_BYTES = 16 * 1024 * 1024
+"""WAL size past which a commit also checkpoints and truncates it (twice SQLite's own trigger)."""
+WAL_RESET_WAIT_MS = 200
+"""How long that reset may wait for readers of older snapshots (the writers' worst stall)."""
+WAL_RETRY_BYTES = 4 * 1024 * 1024
+"""After a reset that readers outlasted, the WAL growth before the next attempt."""
+
+SIBLING_SUFFIX_BYTES = len("-fragments.XXXXXXXX.tmp")
+"""The longest suffix the engine adds to the store's file name: an index save's temporary file."""
+SQLITE_MAX_PATH_BYTES = 512 - len("-journal")
+"""SQLite's unix VFS takes paths of at most 512 bytes, including the ``-journal`` it appends."""
+
 
 def normalize_path(path: str | os.PathLike[str]) -> str:
     """Validate a store path and return it as an absolute path (or ``":memory:"``).
 
     Raises:
-        InvalidInputError: When the path is empty, contains NUL, or names a directory.
+        InvalidInputError: When the path is empty, contains NUL or characters that
+            are not UTF-8, is too long for SQLite or the file system, or names a
+            directory.
     """
     if not isinstance(path, str | os.PathLike):
         raise InvalidInputError("path", f"expected a str or path, got {type(path).__name__}")
     text = os.fspath(path)
     if text == MEMORY_PATH:
         return text
-    if not text or "\x00" in text:
+    if not isinstance(text, str) or not text or "\x00" in text:
         raise InvalidInputError("path", "must be a non-empty path without NUL")
     absolute = os.path.abspath(text)
+    # SQLite takes file names as UTF-8: a lone surrogate would fail deep inside
+    # the open with a raw UnicodeEncodeError, after the file was created.
+    try:
+        encoded = absolute.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError("path", "contains characters that are not valid UTF-8") from None
+    # Too long a name half works (the file opens, a lock file or an index
+    # save's temporary file cannot be created), so refuse it before creating anything.
+    if len(encoded) > SQLITE_MAX_PATH_BYTES:
+        raise InvalidInputError("path", f"longer than {SQLITE_MAX_PATH_BYTES} bytes as UTF-8")
+    longest = _name_max(absolute) - SIBLING_SUFFIX_BYTES
+    if len(os.path.basename(encoded)) > longest:
+        raise InvalidInputError("path", f"file name longer than {longest} bytes as UTF-8")
     if os.path.isdir(absolute):
         raise InvalidInputError(
             "path", f"{text!r} is a directory; name a file like 'memories.mind'"
@@ -50,6 +92,14 @@ def normalize_path(path: str | os.PathLike[str]) -> str:
     if not os.path.isdir(parent):
         raise InvalidInputError("path", f"directory {parent!r} does not exist")
     return absolute
+
+
+def _name_max(path: str) -> int:
+    """The longest file name the directory of ``path`` accepts (255 when unknown)."""
+    try:
+        return os.pathconf(os.path.dirname(path), "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
 
 
 class Database:
@@ -66,9 +116,17 @@ class Database:
         if path != MEMORY_PATH:
             fileio.create_private_file(path)
         busy_ms = int(busy_timeout * 1000)
+        self._busy_ms = busy_ms
+        self._next_wal_reset = WAL_RESET_BYTES
         self.connections = ConnectionManager(path, synchronous, busy_ms)
         # An in-memory store lives in one process: it needs only the thread lock.
-        self._lock = WriterLock(None if path == MEMORY_PATH else path, busy_timeout)
+        # The lock files sit beside the real file: a store opened through a
+        # symlink under another name must share its writers' lock, or they would
+        # meet in SQLite's busy handler instead (unfair, and a raw "database is
+        # locked" instead of StoreBusyError; found by R11, test_open_paths.py).
+        real_path = None if path == MEMORY_PATH else os.path.realpath(path)
+        self._lock = WriterLock(real_path, busy_timeout)
+        self._wal_path = f"{real_path}-wal"  # SQLite too keeps it beside the real file
         self._memory = path == MEMORY_PATH
         try:
             with self.connections.connection() as conn:
@@ -78,6 +136,11 @@ class Database:
                         self.schema_version = migrations.apply_pending(conn, path)
                 else:
                     self.schema_version = migrations.schema_version(conn)
+        except apsw.Error as e:
+            # SQLite opens the WAL and SHM only at the first read: one it cannot
+            # open (a symlink planted in its place) fails here, never as a raw error.
+            self.close()
+            raise StorageError(f"cannot open store {path!r}: {e}") from e
         except BaseException:
             self.close()
             raise
@@ -114,6 +177,36 @@ class Database:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            self._bound_wal(conn)
+
+    def _bound_wal(self, conn: apsw.Connection) -> None:
+        """Checkpoint and truncate the WAL once it passed :data:`WAL_RESET_BYTES`.
+
+        Called after a commit, under the writer lock. The TRUNCATE checkpoint
+        waits (through a busy timeout lowered to :data:`WAL_RESET_WAIT_MS`) only
+        for readers of snapshots older than the last commit: readers that begin
+        once the WAL is fully copied read the database file and do not hold it
+        up. When old readers outlast the wait, the next attempt comes after
+        another :data:`WAL_RETRY_BYTES` of growth, so a long reader costs
+        writers one short wait per step, not one per commit, and the WAL gets
+        several more chances before it nears 64 MB. The write has committed:
+        nothing here may fail it.
+        """
+        if self._memory:
+            return
+        size = fileio.file_size(self._wal_path)
+        if size < self._next_wal_reset:
+            return
+        busy = 1
+        try:
+            conn.setbusytimeout(WAL_RESET_WAIT_MS)
+            busy = fetch_one(conn, "PRAGMA wal_checkpoint(TRUNCATE)")[0]
+        except apsw.Error as e:
+            logger.warning("could not reset the WAL of %s: %s", self.path, e)
+        finally:
+            with suppress(apsw.Error):
+                conn.setbusytimeout(self._busy_ms)
+        self._next_wal_reset = WAL_RESET_BYTES if not busy else size + WAL_RETRY_BYTES
 
     def checkpoint(self, attempts: int = 50) -> bool:
         """Copy the WAL into the database and truncate it to zero bytes.

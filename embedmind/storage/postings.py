@@ -26,6 +26,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from embedmind.errors import StorageError
 from embedmind.storage.blocks import Postings, decode, encode
 from embedmind.storage.connection import fetch_one
 
@@ -223,6 +224,9 @@ def get_doc(
     row = conn.execute("SELECT length, terms FROM lex_docs WHERE key = ?", (key,)).fetchone()
     if row is None:
         return None
+    if len(row[1]) % 16:
+        # Pairs of int64: anything else is a damaged row, not numpy's ValueError.
+        raise StorageError(f"the term list of document {key} is damaged")
     packed = np.frombuffer(row[1], dtype="<i8").reshape(-1, 2)
     return int(row[0]), packed[:, 0].astype(np.int64), packed[:, 1].astype(np.int64)
 

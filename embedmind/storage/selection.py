@@ -123,6 +123,10 @@ def _as_list(values: object, field: str) -> list[Any]:
 def _text(value: object, field: str) -> str:
     if not isinstance(value, str) or "\x00" in value:
         raise InvalidInputError(field, "expected a str without NUL")
+    try:
+        value.encode("utf-8")  # SQLite binds UTF-8: a lone surrogate is a raw error there
+    except UnicodeEncodeError:
+        raise InvalidInputError(field, "contains unpaired surrogate characters") from None
     return value
 
 

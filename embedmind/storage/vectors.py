@@ -22,6 +22,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from embedmind.errors import StorageError
 from embedmind.storage.connection import fetch_one
 
 
@@ -173,9 +174,21 @@ def _arrays(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     vec_keys = np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows))  # type: ignore[call-overload]
     keys = np.fromiter((int(r[1]) for r in rows), dtype=np.int64, count=len(rows))  # type: ignore[call-overload]
+    check_blobs([r[2] for r in rows], dims)  # type: ignore[misc]
     data = b"".join(r[2] for r in rows)  # type: ignore[misc]
     vectors = np.frombuffer(data, dtype="<f4").astype(np.float32).reshape(len(rows), dims)
     return vec_keys, keys, vectors
+
+
+def check_blobs(blobs: Sequence[bytes], dims: int) -> None:
+    """Check that every blob holds exactly ``dims`` float32 values.
+
+    Raises:
+        StorageError: When one does not (a damaged row: the engine never writes one),
+            instead of numpy's ValueError from a reshape far away.
+    """
+    if any(len(blob) != 4 * dims for blob in blobs):
+        raise StorageError(f"a stored vector is not {dims} float32 values: the store is damaged")
 
 
 def count(conn: apsw.Connection, space: Space = MEMORY) -> int:

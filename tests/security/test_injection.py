@@ -1,10 +1,13 @@
-"""Hostile strings never reach SQL as syntax.
+"""Hostile strings never reach SQL or FTS as syntax (RELIABILITY S3 and S4).
 
 Every payload is used as a ``where`` key, as a ``where`` value, as recall text
 and as a namespace, tag, agent and id. Each call must either return exactly
 what the plain-Python oracles say or raise a typed embedmind error; a canary
 table created next to the engine's tables through a raw connection, the
-schema and the memories table must come out untouched.
+schema and the memories table must come out untouched. FTS query syntax in
+recall text (quotes, ``*``, ``NEAR``, ``OR``, ``-``, ``^``, unbalanced
+quotes and parentheses, column filters), from a fixed table and mixed at
+random, is only words: the hits and scores equal the BM25 oracle's.
 """
 
 from __future__ import annotations
@@ -12,15 +15,20 @@ from __future__ import annotations
 import math
 import pathlib
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from oracles import BM25Oracle, where_is_valid, where_listing
 
 from embedmind.errors import FilterTypeError, InvalidFilterError, InvalidInputError
 from embedmind.model import Draft
 from embedmind.store import Store
+
+if TYPE_CHECKING:
+    from conftest import Figures
 
 T = TypeVar("T")
 
@@ -329,6 +337,42 @@ def test_fts_syntax_is_plain_words(env: Env) -> None:
     assert ids == {"d2"}
     assert len(env.store.recall("the of and", mode="text")) == 0
     env.check_intact()
+
+
+FTS_PIECES = [
+    '"', "'", "*", "^", "-", "+", "(", ")", ":", "{", "}", "~", "/", "\\", ",",
+    "NEAR", "NEAR(", "NEAR/2", "OR", "AND", "NOT", "near", "or", "and", "not",
+    "content", "content:", "key:", "rowid", "MATCH", "*apple", "apple*", '"apple', 'pie"',
+    "apple", "pie", "banana", "gate", "column", "the", "é", "Ünïcode",
+]  # fmt: skip
+
+
+def test_fts_syntax_mixed_at_random_is_plain_words(
+    tmp_path: pathlib.Path, figures: Figures
+) -> None:
+    # The fixed table above, generalised (S4): any mix of FTS5 operators, quotes,
+    # column filters and words, glued or spaced, is analysed as words: the hits and
+    # scores equal the BM25 oracle's, and no query raises.
+    env = Env(tmp_path / "s.mind")
+    for i, text in enumerate(
+        ["apple pie", "banana split", "near the apple", "or and not gate", "content column"]
+    ):
+        assert env.remember(Draft(text, id=f"d{i}")) is None
+    queries: list[str] = []
+
+    @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        pieces=st.lists(st.sampled_from(FTS_PIECES), min_size=1, max_size=8),
+        glue=st.sampled_from(["", " ", "  ", "\t"]),
+    )
+    def run(pieces: list[str], glue: str) -> None:
+        query = glue.join(pieces)
+        queries.append(query)
+        check_text(env, query)
+
+    run()
+    env.check_intact()
+    figures(cases=len(queries), leaks=0)
 
 
 def test_oracle_agrees_with_itself() -> None:

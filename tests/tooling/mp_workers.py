@@ -1,10 +1,16 @@
 """Worker processes for the multi-process tests.
 
-``mp_workers.py writer STORE N START DURATION ACKFILE``
+``mp_workers.py writer STORE N START DURATION ACKFILE [IDS]``
     Writer ``N`` waits until the wall-clock instant ``START``, then for
     ``DURATION`` seconds writes batches of 3 memories in one ``remember_many``
     transaction each. After each call returns it appends the batch's ids as one
-    line to ``ACKFILE`` (flushed). At the end it prints a JSON summary.
+    line to ``ACKFILE`` (flushed), and ``origin start_ns end_ns`` (the call's
+    ``CLOCK_MONOTONIC`` interval, comparable across processes) to
+    ``ACKFILE.times``. ``IDS`` is ``unique`` (default: ids of its own) or
+    ``colliding``: every other batch then rewrites one of :data:`GROUPS` id
+    groups that all writers share (an upsert of the same 3 ids), tagged with the
+    group and carrying its ``origin`` (writer and sequence). At the end it
+    prints a JSON summary.
 
 ``mp_workers.py reader STORE START DURATION ACKFILE...``
     Loops until the end of the run checking that it only ever sees whole
@@ -29,7 +35,12 @@ import embedmind
 
 BATCH = 3
 BUCKETS = 32
+GROUPS = 8
+"""Shared id groups of colliding writers: few, so writers hit the same ids often."""
 MAX_SECONDS = 30.0
+"""How long the holder keeps the lock at most, should the test never release it."""
+MAX_RUN_SECONDS = 3600.0
+"""A cap on writer and reader runs (the soak sets long ones through the test's env)."""
 
 
 def batch_tag(writer: int, seq: int) -> str:
@@ -47,17 +58,24 @@ def _check_memory(m: embedmind.Memory) -> None:
     meta = m.metadata
     assert hashlib.sha256(m.content.encode()).hexdigest() == meta["csha"], m.id
     assert m.id == f"{meta['batch']}-{meta['i']}", m.id
+    assert meta["origin"] == batch_tag(meta["writer"], meta["seq"]), m.id
 
 
-def writer(path: str, n: int, start: float, duration: float, ack_path: str) -> None:
+def writer(path: str, n: int, start: float, duration: float, ack_path: str, ids: str) -> None:
     """Write 3-memory batches as fast as the lock allows."""
     store = embedmind.Store.open(path, embedder=None)
     _wait_until(start)
-    end = min(start + duration, time.time() + MAX_SECONDS)
+    end = min(start + duration, time.time() + MAX_RUN_SECONDS)
     commits = 0
-    with open(ack_path, "a", encoding="utf-8") as ack:
+    with (
+        open(ack_path, "a", encoding="utf-8") as ack,
+        open(ack_path + ".times", "a", encoding="utf-8") as times,
+    ):
         while time.time() < end:
-            tag = batch_tag(n, commits)
+            origin = batch_tag(n, commits)
+            # Colliding: every other batch upserts a group of ids all writers share.
+            shared = ids == "colliding" and commits % 2 == 1
+            tag = f"g{(commits // 2 + n) % GROUPS}" if shared else origin
             items = []
             for i in range(BATCH):
                 content = (
@@ -66,6 +84,7 @@ def writer(path: str, n: int, start: float, duration: float, ack_path: str) -> N
                 )
                 meta = {
                     "batch": tag,
+                    "origin": origin,
                     "writer": n,
                     "seq": commits,
                     "i": i,
@@ -73,10 +92,14 @@ def writer(path: str, n: int, start: float, duration: float, ack_path: str) -> N
                     "csha": hashlib.sha256(content.encode()).hexdigest(),
                 }
                 items.append({"id": f"{tag}-{i}", "content": content, "metadata": meta})
+            began = time.monotonic_ns()
             stored = store.remember_many(items, batch_size=BATCH)
+            ended = time.monotonic_ns()
             assert [m.id for m in stored] == [d["id"] for d in items]
             ack.write(",".join(d["id"] for d in items) + "\n")
             ack.flush()
+            times.write(f"{origin} {began} {ended}\n")
+            times.flush()
             commits += 1
     store.close()
     print(json.dumps({"writer": n, "commits": commits, "pid": os.getpid()}))
@@ -96,11 +119,16 @@ def _acked(ack_paths: list[str]) -> list[list[str]]:
 
 def _whole(memories: list[embedmind.Memory], what: str) -> dict[str, int]:
     groups: dict[str, int] = {}
+    origins: dict[str, set[str]] = {}
     for m in memories:
         _check_memory(m)
         groups[m.metadata["batch"]] = groups.get(m.metadata["batch"], 0) + 1
+        origins.setdefault(m.metadata["batch"], set()).add(m.metadata["origin"])
     partial = {tag: count for tag, count in groups.items() if count != BATCH}
     assert not partial, f"{what} saw partial batches: {partial}"
+    # A shared id group is rewritten whole by one transaction: one origin at a time.
+    mixed = {tag: sorted(o) for tag, o in origins.items() if len(o) != 1}
+    assert not mixed, f"{what} saw a group mixing transactions: {mixed}"
     return groups
 
 
@@ -109,7 +137,7 @@ def reader(path: str, start: float, duration: float, ack_paths: list[str]) -> No
     rng = random.Random(7)
     store = embedmind.Store.open(path, embedder=None)
     _wait_until(start)
-    end = min(start + duration, time.time() + MAX_SECONDS)
+    end = min(start + duration, time.time() + MAX_RUN_SECONDS)
     counts = {"iterations": 0, "acked_checked": 0, "recalls": 0, "scans": 0, "max_seen": 0}
     while time.time() < end:
         counts["iterations"] += 1
@@ -161,8 +189,9 @@ def holder(path: str, release_path: str) -> None:
 def main(argv: list[str]) -> int:
     """Dispatch on the first argument."""
     mode, args = (argv[0], argv[1:]) if argv else ("", [])
-    if mode == "writer" and len(args) == 5:
-        writer(args[0], int(args[1]), float(args[2]), float(args[3]), args[4])
+    if mode == "writer" and len(args) in (5, 6):
+        ids = args[5] if len(args) == 6 else "unique"
+        writer(args[0], int(args[1]), float(args[2]), float(args[3]), args[4], ids)
     elif mode == "reader" and len(args) >= 4:
         reader(args[0], float(args[1]), float(args[2]), args[3:])
     elif mode == "holder" and len(args) == 2:
