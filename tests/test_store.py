@@ -295,3 +295,23 @@ def test_selective_filter_never_under_returns(store: embedmind.Store) -> None:
     top = store.recall("apple", mode="text", k=10, where={"x": 1})
     assert [h.score for h in top] == scores[:10]
     assert all(h.memory.metadata == {"x": 1} for h in top)
+
+
+def test_another_applications_database_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    conn.execute("INSERT INTO invoices VALUES (1, 9.5)")
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(embedmind.StorageError, match="did not create"):
+        embedmind.Store.open(path, embedder=None)
+    assert path.read_bytes() == before  # not switched to WAL, no tables added
+    assert not Path(f"{path}-wal").exists()
+
+
+def test_an_empty_sqlite_file_becomes_a_store(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    apsw.Connection(str(path)).close()
+    with embedmind.Store.open(path, embedder=None) as store:
+        store.remember("fine")

@@ -87,12 +87,41 @@ def open_connection(path: str, synchronous: Synchronous, busy_ms: int) -> apsw.C
         StorageError: When SQLite cannot open or configure the file.
     """
     flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    conn: apsw.Connection | None = None
     try:
         conn = apsw.Connection(path, flags=flags)
+        conn.setbusytimeout(busy_ms)
+        _refuse_foreign_database(conn, path)
         _configure(conn, synchronous, busy_ms)
-    except apsw.Error as e:
+    except (apsw.Error, StorageError) as e:
+        if conn is not None:
+            with suppress(apsw.Error):
+                conn.close()
+        if isinstance(e, StorageError):
+            raise
         raise StorageError(f"cannot open store {path!r}: {e}") from e
     return conn
+
+
+def _refuse_foreign_database(conn: apsw.Connection, path: str) -> None:
+    """Refuse another application's SQLite database before touching it.
+
+    A store's file records its schema version in ``user_version`` from its first
+    transaction on, and creates its tables in that same transaction; a file at
+    version 0 that already has tables belongs to someone else. Opening it would
+    add embedmind's tables and switch it to WAL mode, so it is refused first.
+    """
+    version = conn.execute("PRAGMA user_version").fetchall()[0][0]
+    if version != 0:
+        return
+    tables = conn.execute(
+        "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+    ).fetchall()[0][0]
+    if tables:
+        raise StorageError(
+            f"{path!r} is a SQLite database that embedmind did not create; "
+            "refusing to open it as a store (nothing was changed)"
+        )
 
 
 class ConnectionManager:

@@ -155,6 +155,8 @@ class Database:
             _execute(conn, "BEGIN")
             try:
                 yield conn
+            except apsw.Error as e:  # an I/O error, a corrupt page: typed, per DESIGN §8
+                raise StorageError(f"reading {self.path!r} failed: {e}") from e
             finally:
                 _execute(conn, "COMMIT")
 
@@ -173,9 +175,12 @@ class Database:
                 crashpoint("before-commit")
                 _execute(conn, "COMMIT")
                 crashpoint("after-commit")
-            except BaseException:
+            except BaseException as e:
                 if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                    with suppress(apsw.Error):  # SQLite may have rolled back already
+                        conn.execute("ROLLBACK")
+                if isinstance(e, apsw.Error):  # a full disk, an I/O error: typed, per DESIGN §8
+                    raise StorageError(f"writing {self.path!r} failed, nothing written: {e}") from e
                 raise
             self._bound_wal(conn)
 

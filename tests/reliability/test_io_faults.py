@@ -81,3 +81,20 @@ def test_a_save_removes_temporary_files_left_by_a_killed_save(tmp_path: Path) ->
     assert not leftover.exists()
     assert unrelated.exists()
     assert Path(f"{path}-vectors").is_file()
+
+
+def test_a_full_database_is_a_storage_error_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "full.mind"
+    with embedmind.Store.open(path, embedder=None) as store:
+        store.remember("before the disk filled up", id="before")
+        with store._db.connections.connection() as conn:  # the file may not grow any more
+            pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
+            conn.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(embedmind.StorageError, match="nothing written"):
+            store.remember_many([f"large memory {i} " + "words " * 2_000 for i in range(50)])
+        assert [m.id for m in store.iter()] == ["before"]
+        with store._db.connections.connection() as conn:  # space is back
+            conn.execute("PRAGMA max_page_count = 1073741823")
+        store.remember("after the space came back", id="after")
+    with embedmind.Store.open(path, embedder=None) as store:
+        assert sorted(m.id for m in store.iter()) == ["after", "before"]
