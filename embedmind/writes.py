@@ -152,6 +152,10 @@ def _apply_one_by_one(
                 stale.append(key)
                 pending[key] = p.content
                 replace_vectors(conn, key, vectors)
+            elif vectors is not None and _differ(conn, key, vectors):
+                # Same words, other vectors: a caller-given vector changed (LlamaIndex
+                # embeds metadata too) or the embedder did; the postings stay.
+                replace_vectors(conn, key, vectors)
         keys.append(key)
     for key in stale:
         lexical.remove(conn, key, version)
@@ -159,6 +163,13 @@ def _apply_one_by_one(
     _link_graph(conn, batch, keys, replace=True)
     stored = records.select_by_keys(conn, keys)
     return [stored[key] for key in keys]
+
+
+def _differ(conn: apsw.Connection, key: int, vectors: Embedded) -> bool:
+    """Whether ``vectors`` are not exactly the memory's stored vectors."""
+    stored = vector_rows.rows_of(conn, key)
+    fresh = [(s, e, b) for (s, e), b in zip(vectors.spans, vectors.blobs(), strict=True)]
+    return stored != fresh
 
 
 def replace_vectors(conn: apsw.Connection, key: int, vectors: Embedded | None) -> None:

@@ -357,17 +357,15 @@ def test_index_keys_equal_live_vectors_after_any_history(figures: Figures) -> No
     assert tally["examples"] >= min(EXAMPLES, 10)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="writes.py re-derives vectors only when the content changed, so an upsert "
-    "with the same content and a new caller-given vector keeps the old vector",
-)
 def test_an_upsert_with_a_new_vector_and_the_same_content_replaces_the_vector() -> None:
     rng = np.random.default_rng(3)
     old, new = _unit(rng), _unit(rng)
     with embedmind.Store.open(":memory:", embedder=HashingEmbedder(DIMS)) as store:
         store.remember("the same words", id="a", vector=old.tolist())
         store.remember("the same words", id="a", vector=new.tolist())
+        assert np.allclose(store.vectors(["a"])["a"], new, atol=1e-6)
+        assert store.recall("q", mode="vector", vector=new.tolist(), k=1)[0].score > 0.999
+        store.remember("the same words", id="a", vector=new.tolist())  # unchanged: no churn
         assert np.allclose(store.vectors(["a"])["a"], new, atol=1e-6)
 
 
