@@ -106,7 +106,8 @@ def execute(
         ranked.append(Ranked(VECTOR, found))
         timer.lap(VECTOR)
         if not found and vectors is not None and not len(vectors):
-            degraded.append("no vectors stored yet: used text only")
+            fallback = "nothing to search" if mode is Mode.VECTOR else "used text only"
+            degraded.append(f"no vectors stored yet: {fallback}")
     if request.rerank_alpha is not None and can_vector:
         assert vectors is not None  # can_vector
         assert query_vector is not None

@@ -213,3 +213,11 @@ def test_filtered_vector_recall_never_under_returns(
             len({int(i) for i in got.ids} & set(exact.tolist())) / max(1, min(k, len(admitted)))
         )
     assert np.mean(recalls) >= 0.99, (selectivity, recalls)
+
+
+def test_degraded_notes_say_what_ran_when_no_vectors_exist() -> None:
+    with embedmind.Store.open(":memory:", embedder=HashingEmbedder(16)) as store:
+        vector = store.recall("anything", mode="vector")
+        hybrid = store.recall("anything", mode="hybrid")
+    assert vector.ids == [] and vector.degraded == ("no vectors stored yet: nothing to search",)
+    assert hybrid.degraded == ("no vectors stored yet: used text only",)
