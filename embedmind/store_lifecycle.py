@@ -100,7 +100,11 @@ class LifecycleMethods:
         expires_at: _dt.datetime | None = None,
         now: _dt.datetime | None = None,
     ) -> Memory:
-        """Change a memory's tier (and expiry) in place.
+        """Change a memory's tier and expiry in place (retro-tiering).
+
+        The expiry is *set*, not merged: ``expires_at=None`` (the default) makes
+        the memory durable, as the seed's ``Retier`` does when demoting or
+        promoting; pass ``memory.expires_at`` to keep the current one.
 
         Raises:
             NotFoundError: When ``id`` does not exist or was forgotten.
