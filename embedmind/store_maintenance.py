@@ -42,11 +42,16 @@ class VacuumReport:
         removed: Tombstones reclaimed.
         bytes_before: Database plus WAL size before.
         bytes_after: Database plus WAL size after.
+        wal_truncated: Whether the WAL was emptied at the end. ``False`` when a
+            reader in another process held it past the wait: the space is then
+            returned at a later checkpoint (a later vacuum or redaction, or
+            SQLite's own), and ``bytes_after`` still counts it.
     """
 
     removed: int
     bytes_before: int
     bytes_after: int
+    wal_truncated: bool = True
 
 
 class MaintenanceMethods:
@@ -125,8 +130,8 @@ class MaintenanceMethods:
         say("rebuilding the vector index")
         self._save_vectors(rebuild=True)
         say("truncating the write-ahead log")
-        self._db.checkpoint()
-        return VacuumReport(len(keys), before, self._db.file_bytes())
+        truncated = self._db.checkpoint()
+        return VacuumReport(len(keys), before, self._db.file_bytes(), truncated)
 
     def _save_vectors(self, rebuild: bool = False) -> None:
         if self._vectors is None:
