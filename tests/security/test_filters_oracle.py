@@ -188,7 +188,12 @@ def _engine_recall(store: Store, where: dict[str, Any], namespace: str | None) -
 # -- the property ---------------------------------------------------------------------------
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Three times the profile's examples: 300 in CI, 900 per soak round, 9,000 nightly.
+@settings(
+    max_examples=3 * settings.default.max_examples,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     items=memory_sets(),
     wheres=st.lists(filters(), min_size=1, max_size=4),
