@@ -61,8 +61,7 @@ class Store(
         self._metrics = metrics
         self._vectors: VectorIndex | None = None
         if embedder is not None:
-            file_path = None if database.path == ":memory:" else database.path + "-vectors"
-            self._vectors = VectorIndex(file_path, embedder.dims)
+            self._vectors = VectorIndex(database.sibling("-vectors"), embedder.dims)
         self.fragments = Fragments(self, None if embedder is None else embedder.dims)
         """The fragment index (see :class:`embedmind.fragments.Fragments`)."""
         self._fragment_policy = fragment_policy

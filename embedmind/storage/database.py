@@ -125,6 +125,7 @@ class Database:
         # meet in SQLite's busy handler instead (unfair, and a raw "database is
         # locked" instead of StoreBusyError; found by R11, test_open_paths.py).
         real_path = None if path == MEMORY_PATH else os.path.realpath(path)
+        self._real_path = real_path
         self._lock = WriterLock(real_path, busy_timeout)
         self._wal_path = f"{real_path}-wal"  # SQLite too keeps it beside the real file
         self._memory = path == MEMORY_PATH
@@ -144,6 +145,14 @@ class Database:
         except BaseException:
             self.close()
             raise
+
+    def sibling(self, suffix: str) -> str | None:
+        """The path of a file derived from the store's (``None`` in memory).
+
+        Beside the real file, not the name it was opened by: a store opened
+        through a symlink must find the index files its other names saved.
+        """
+        return None if self._real_path is None else self._real_path + suffix
 
     @contextmanager
     def read(self) -> Iterator[apsw.Connection]:

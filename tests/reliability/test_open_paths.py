@@ -134,7 +134,7 @@ def test_path_through_a_symlink_is_the_same_store(tmp_path: Path, figures: Figur
         for store in handles:
             store.close()
     # SQLite keeps its WAL and SHM beside the real file, and so does the engine its
-    # lock files (the index file is the exception: see the xfail test below).
+    # lock files (and the index file: see the test below).
     beside_link = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("link.mind-"))
     assert [n for n in beside_link if n != "link.mind-vectors"] == [], beside_link
     assert {"store.mind-queue.lock", "store.mind-write.lock"} <= {
@@ -145,11 +145,6 @@ def test_path_through_a_symlink_is_the_same_store(tmp_path: Path, figures: Figur
     figures(names=len(handles), busy_checks=len(waits), busy_waited_max_s=round(max(waits), 2))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="index file paths are derived from the unresolved store path (store.py, "
-    "fragments.py): each name keeps its own index file, so switching names rebuilds",
-)
 @pytest.mark.timeout(60)
 def test_a_symlinked_store_trusts_the_index_file_of_the_real_name(tmp_path: Path) -> None:
     real = tmp_path / "store.mind"
