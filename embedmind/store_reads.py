@@ -181,8 +181,10 @@ class ReadMethods:
             levels: Only these levels.
             include_expired: Also memories past their TTL.
             as_of: Time travel: what was valid at this instant.
-            recency: Add recency as a third RRF list over the same candidates
-                (it breaks ties; it never brings in a memory by itself).
+            recency: Add recency (newest first) as one more RRF list, weighted
+                like the others, over the candidates the content channels found:
+                it reorders them toward newer memories (and settles ties) but
+                never brings in a memory by itself.
             follow_links: Also read the namespaces linked from ``namespace``
                 (restricted to each link's tiers).
             expand_related: Append the hits' direct graph neighbours that pass
