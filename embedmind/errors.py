@@ -10,6 +10,8 @@ to fix the problem.
 
 from __future__ import annotations
 
+import shlex
+
 
 class EmbedmindError(Exception):
     """Base class of every error raised by embedmind."""
@@ -122,19 +124,74 @@ class EmbedderError(EmbedmindError, RuntimeError):
 class EmbedderMismatchError(EmbedmindError, ValueError):
     """The store's vectors come from another embedding model than the one given.
 
+    Raised by ``Store.open`` for the store's own vectors, and by
+    ``Store.import_jsonl`` for an export's vectors (then ``source`` is set).
+
     Attributes:
-        recorded: The model identity recorded in the store.
-        given: The identity of the embedder passed to ``Store.open``.
+        path: The store file.
+        recorded: The model identity recorded in the store (or in the export).
+        given: The identity of the embedder passed to ``Store.open`` (for an
+            import: the store's embedder).
+        source: The export being imported, ``""`` when its name is unknown;
+            ``None`` when the mismatch is the store's own.
+        name: The registered name the embedder was chosen by (the CLI's
+            ``--embedder``), when known; it goes into the suggested command.
     """
 
-    def __init__(self, path: str, recorded: dict[str, str], given: dict[str, str]) -> None:
-        super().__init__(
-            f"store {path!r} holds vectors from {_describe(recorded)}, but it was opened with "
-            f"{_describe(given)}; open it with that embedder, or run "
-            f"`embedmind reembed --store {path}` to re-embed every memory with the new one"
-        )
+    def __init__(
+        self,
+        path: str,
+        recorded: dict[str, str],
+        given: dict[str, str],
+        *,
+        source: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        if source is None:
+            message = (
+                f"store {path!r} holds vectors from {_describe(recorded)}, but it was opened "
+                f"with {_describe(given)}; open it with that embedder, or re-embed every memory "
+                f"with the new one: {_reembed_hint(path, given.get('model_id', ''), name)}"
+            )
+        else:
+            export = f"the export {source!r}" if source else "the export being imported"
+            hint = _import_hint(path, source, name)
+            message = (
+                f"{export} holds vectors from {_describe(recorded)}, "
+                f"but store {path!r} embeds with {_describe(given)}; import it with "
+                f"reembed=True ({hint}) to embed its memories again with the store's model, "
+                "or import it into a store of the export's model"
+            )
+        super().__init__(message)
+        self.path = path
         self.recorded = recorded
         self.given = given
+        self.source = source
+        self.name = name
+
+
+def _reembed_hint(path: str, model_id: str, name: str | None) -> str:
+    """The exact way to re-embed the store at ``path`` with the embedder given."""
+    # Imported here: embedmind.plugins imports this module. The CLI's --embedder
+    # accepts only a registered name; any other embedder is an object that only
+    # Python can pass.
+    from embedmind.plugins import embedder_factory
+
+    if model_id and embedder_factory(model_id) is not None:
+        name = model_id
+    if name is None:
+        return f"call `embedmind.reembed({path!r}, embedder)` in Python"
+    # Global options precede the subcommand: argparse rejects them after it.
+    return f"`embedmind --store {shlex.quote(path)} --embedder {shlex.quote(name)} reembed`"
+
+
+def _import_hint(path: str, source: str, name: str | None) -> str:
+    """The command-line form of an import with re-embedding."""
+    embedder = "" if name is None else f" --embedder {shlex.quote(name)}"
+    command = f"embedmind --store {shlex.quote(path)}{embedder} import"
+    if not source:  # a stream: no file name to put on the command line, so say FILE
+        return f"on the command line, `{command} FILE --reembed`"
+    return f"`{command} {shlex.quote(source)} --reembed`"
 
 
 def _describe(identity: dict[str, str]) -> str:

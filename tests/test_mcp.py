@@ -128,3 +128,61 @@ def test_server_and_cli_share_one_store_file(tmp_path: Path) -> None:
         ]
 
     _run(store, body)
+
+
+@pytest.mark.timeout(120)
+def test_lineage_leaks_no_version_outside_the_allowed_namespaces(tmp_path: Path) -> None:
+    import embedmind
+
+    store = tmp_path / "chain.mind"
+    with embedmind.Store.open(store, embedder="hashing") as s:
+        s.remember("Alice drinks green tea", namespace="me", id="v1")
+        s.remember("Alice drinks black tea", namespace="me", id="v2", supersedes=["v1"])
+        s.remember("Alice drinks coffee", namespace="me", id="v3", supersedes=["v2"])
+        s.remember("Alice drinks water", namespace="me", id="v4", supersedes=["v3"])
+        # Moves make the chain cross namespaces: v4 stays in reach (me/sub is in
+        # the default allow-list), v2 now lives outside it.
+        assert s.move(["v4"], "me", "me/sub") == 1
+        assert s.move(["v2"], "me", "other/team") == 1
+        assert s.get("v2") is not None and s.get("v2").namespace == "other/team"
+
+    async def body(session: ClientSession) -> None:
+        error, history = await _call(session, "lineage", id="v1")
+        assert not error, history
+        assert [m["id"] for m in history["newer"]] == ["v3", "v4"]
+        error, history = await _call(session, "lineage", id="v4")
+        assert not error, history
+        assert [m["id"] for m in history["older"]] == ["v3", "v1"]
+        error, first = await _call(session, "get", id="v1")
+        for shown in (history, first):
+            text = json.dumps(shown)
+            assert "v2" not in text and "black tea" not in text and "other/team" not in text
+        error, _ = await _call(session, "lineage", id="v2")
+        assert error
+
+    _run(store, body, "--namespace", "me")
+
+
+@pytest.mark.timeout(120)
+def test_allow_list_is_compared_in_nfc(tmp_path: Path) -> None:
+    import embedmind
+
+    nfc, nfd = "caf\u00e9", "cafe\u0301"
+    store = tmp_path / "nfc.mind"
+    with embedmind.Store.open(store, embedder="hashing") as s:
+        s.remember("the espresso machine is on the left", namespace=nfc, id="here")
+        s.remember("the launch code is 0000", namespace="other", id="secret")
+
+    async def body(session: ClientSession) -> None:
+        error, found = await _call(session, "get", id="here")  # stored in NFC
+        assert not error, found
+        assert found["namespace"] == nfc
+        error, hits = await _call(session, "recall", query="espresso machine", namespace=nfd)
+        assert not error and [h["id"] for h in hits["hits"]] == ["here"]
+        error, counts = await _call(session, "stats")
+        assert counts["by_namespace"] == {nfc: 1}
+        error, _ = await _call(session, "get", id="secret")
+        assert error
+
+    # The allow-list is spelled in NFD, as a shell or a config file may hand it over.
+    _run(store, body, "--namespace", nfd, "--allow", nfd, "--allow", f"{nfd}/*")

@@ -252,6 +252,29 @@ def _label(args: argparse.Namespace, opts: Any) -> str:
     return "dev" if args.workload == "locomo" else "default"
 
 
+def _check_paths(args: argparse.Namespace) -> None:
+    """Refuse unusable ``--workdir`` and ``--json`` paths before the run, not after it.
+
+    Raises:
+        InvalidInputError: When ``--workdir`` is not a directory, or the
+            directory of ``--json`` cannot be created or ``--json`` names one.
+    """
+    workdir: Path | None = args.workdir
+    if workdir is not None and not workdir.is_dir():
+        raise InvalidInputError("--workdir", f"{str(workdir)!r} is not an existing directory")
+    target: Path | None = args.json_path
+    if target is None:
+        return
+    if target.is_dir():
+        raise InvalidInputError("--json", f"{str(target)!r} is a directory; name a file")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)  # report.write would make it anyway
+    except OSError as e:
+        raise InvalidInputError(
+            "--json", f"cannot create the directory of {str(target)!r}: {e.strerror or e}"
+        ) from e
+
+
 def run(store_path: str, args: argparse.Namespace, out: Output) -> int:
     """Run one workload: print its tables, write its JSON; return the exit code.
 
@@ -262,7 +285,12 @@ def run(store_path: str, args: argparse.Namespace, out: Output) -> int:
 
     Returns:
         0, or ``EXIT_SKIPPED`` when the workload could not run here.
+
+    Raises:
+        InvalidInputError: When an option or a path is unusable (the JSON
+            file included: a failed write is reported in one line).
     """
+    _check_paths(args)
     # OpenMP threads (faiss, usearch's kernels) otherwise spin after each
     # parallel region and steal the 2 cores from whichever engine is timed next.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -296,7 +324,10 @@ def run(store_path: str, args: argparse.Namespace, out: Output) -> int:
     path = args.json_path or report.default_path(
         args.workload, _label(args, opts), started, Path.cwd()
     )
-    report.write(path, document)
+    try:
+        report.write(path, document)
+    except OSError as e:  # a --json path that passed the check can still fail (a full disk)
+        raise InvalidInputError("--json", f"cannot write {str(path)!r}: {e.strerror or e}") from e
     if args.json:
         out(json.dumps(document))
     else:

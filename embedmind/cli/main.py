@@ -1,13 +1,19 @@
 """``embedmind``: remember, recall, get, forget, stats and demo from the shell.
 
-Output is for people by default and JSON with ``--json``. Exit codes:
+Output is for people by default and JSON with ``--json``. Every embedmind
+error ends in one line on stderr, ``error: <message>``, and an exit code:
 
 ====  ==========================================================
 0     success
-1     not found (``get`` of a missing id, ``forget`` that did nothing)
-2     invalid input or usage (a one-line message says which field)
+1     not found (``get`` of a missing id, ``forget`` that did nothing,
+      ``NotFoundError``)
+2     invalid input or usage (a one-line message says which field; also a
+      store opened with another embedder, and an export or import file
+      that cannot be read, written or parsed)
 3     conflict (an id reused in another namespace)
-4     storage failure (busy store, newer schema, I/O)
+4     storage failure (busy store, newer schema, I/O) and any other
+      embedmind error
+5     ``embedmind bench`` only: the workload was skipped (it cannot run here)
 ====  ==========================================================
 """
 
@@ -20,15 +26,19 @@ import enum
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from embedmind.cli import bench, demo, doctor
+from embedmind.embedders.adapt import DEFAULT
 from embedmind.errors import (
     ConflictError,
+    EmbedderMismatchError,
     EmbedmindError,
     FilterTypeError,
     InvalidInputError,
+    NotFoundError,
     StorageError,
 )
 from embedmind.model import Memory
@@ -36,7 +46,26 @@ from embedmind.reembed import reembed
 from embedmind.store import Store
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_CONFLICT, EXIT_STORAGE = 0, 1, 2, 3, 4
+EXIT_SKIPPED = bench.EXIT_SKIPPED
 DEFAULT_STORE = "memories.mind"
+
+# The first matching row wins; rows for subclasses come before their bases.
+# An EmbedderMismatchError is a usage error: nothing is broken, the command
+# needs another --embedder, a reembed, or import --reembed.
+_EXIT_CODES: tuple[tuple[type[EmbedmindError], int], ...] = (
+    (NotFoundError, EXIT_NOT_FOUND),
+    (InvalidInputError, EXIT_INVALID),
+    (FilterTypeError, EXIT_INVALID),
+    (EmbedderMismatchError, EXIT_INVALID),
+    (ConflictError, EXIT_CONFLICT),
+    (StorageError, EXIT_STORAGE),
+    (EmbedmindError, EXIT_STORAGE),
+)
+
+
+def _exit_code(error: EmbedmindError) -> int:
+    """The documented exit code of an embedmind error (see docs/reference/errors.md)."""
+    return next(code for kind, code in _EXIT_CODES if isinstance(error, kind))
 
 
 def _jsonable(value: Any) -> Any:
@@ -60,6 +89,26 @@ def _json_arg(text: str | None, field: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise InvalidInputError(field, f"not valid JSON: {e.msg}") from None
+
+
+@contextmanager
+def _file_errors(command: str, verb: str, path: str) -> Iterator[None]:
+    """Turn the failures of a file named on the command line into one-line usage errors.
+
+    ``export_jsonl`` and ``import_jsonl`` raise a plain ``OSError`` for the
+    file (missing directory, no permission, full disk); the store's own
+    failures are ``StorageError`` (an ``OSError`` too) and keep their code.
+    """
+    try:
+        yield
+    except StorageError:
+        raise
+    except OSError as e:
+        raise InvalidInputError(command, f"cannot {verb} {path!r}: {e.strerror or e}") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        # Only the import file is parsed here; an engine that validates lines
+        # itself raises InvalidInputError naming the line instead.
+        raise InvalidInputError(command, f"{path!r} is not an embedmind export: {e}") from e
 
 
 def _describe(memory: Memory) -> str:
@@ -148,7 +197,11 @@ def _stats(store: Store, args: argparse.Namespace, out: Output) -> int:
 
 
 def _reembed(store_path: str, args: argparse.Namespace, out: Output) -> int:
-    done = reembed(store_path, batch_size=args.batch_size, show_progress=not args.json)
+    # The global --embedder names the target model ("default": the built-in
+    # MiniLM); reembed resolves the name through the plugin registry.
+    done = reembed(
+        store_path, args.embedder, batch_size=args.batch_size, show_progress=not args.json
+    )
     out(json.dumps({"reembedded": done}) if args.json else f"re-embedded {done} memories")
     return EXIT_OK
 
@@ -166,15 +219,26 @@ def _vacuum(store: Store, args: argparse.Namespace, out: Output) -> int:
 
 
 def _export(store: Store, args: argparse.Namespace, out: Output) -> int:
-    written = store.export_jsonl(
-        args.file, include_vectors=args.vectors, show_progress=not args.json
-    )
+    with _file_errors("export", "write", args.file):
+        written = store.export_jsonl(
+            args.file, include_vectors=args.vectors, show_progress=not args.json
+        )
     out(json.dumps({"exported": written}) if args.json else f"exported {written} memories")
     return EXIT_OK
 
 
 def _import(store: Store, args: argparse.Namespace, out: Output) -> int:
-    read = store.import_jsonl(args.file, reembed=args.reembed, show_progress=not args.json)
+    with _file_errors("import", "read", args.file):
+        try:
+            read = store.import_jsonl(args.file, reembed=args.reembed, show_progress=not args.json)
+        except EmbedderMismatchError as e:
+            # The engine does not know the file's name; the CLI does, so the
+            # message can give the exact command that imports it. Without an
+            # explicit --embedder the store reopens with its recorded model.
+            name = None if args.embedder == DEFAULT else args.embedder
+            raise EmbedderMismatchError(
+                store.path, e.recorded, e.given, source=args.file, name=name
+            ) from None
     out(json.dumps({"imported": read}) if args.json else f"imported {read} memories")
     return EXIT_OK
 
@@ -208,7 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
     parser.add_argument(
-        "--embedder", default="default", help="embedder for a new store (a registered name)"
+        "--embedder",
+        default=DEFAULT,
+        help="a registered embedder name: the model of a new store, or reembed's target "
+        "(default: the store's recorded model; for reembed, the built-in one)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -242,7 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(run=run)
     commands.add_parser("stats", help="counts and sizes").set_defaults(run=_stats)
     again = commands.add_parser(
-        "reembed", help="re-embed every memory with the default model (resumable)"
+        "reembed",
+        help="re-embed every memory with --embedder (default: the built-in model; resumable)",
     )
     again.add_argument("--batch-size", type=int, default=256)
     again.set_defaults(run=_reembed, raw_path=True)
@@ -282,21 +350,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.demo_store if args.command == "demo" and args.store == DEFAULT_STORE else args.store
     )
     try:
-        if getattr(args, "raw_path", False):  # works on the file, not an open store
-            code: int = args.run(store_path, args, out)
-            return code
-        with Store.open(store_path, embedder=args.embedder) as store:
-            code = args.run(store, args, out)
-            return code
-    except (InvalidInputError, FilterTypeError) as e:
+        try:
+            if getattr(args, "raw_path", False):  # works on the file, not an open store
+                code: int = args.run(store_path, args, out)
+                return code
+            with Store.open(store_path, embedder=args.embedder) as store:
+                code = args.run(store, args, out)
+                return code
+        except EmbedderMismatchError as e:
+            if e.source is not None or args.embedder == DEFAULT:
+                raise  # "default" resolved to a model whose id the message already names
+            # Opened with another model: name --embedder's value in the
+            # suggested reembed command (a plugin's name need not be its model id).
+            raise EmbedderMismatchError(e.path, e.recorded, e.given, name=args.embedder) from None
+    except EmbedmindError as e:
         print(f"error: {e}", file=sys.stderr)
-        return EXIT_INVALID
-    except ConflictError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_CONFLICT
-    except (StorageError, EmbedmindError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_STORAGE
+        return _exit_code(e)
 
 
 if __name__ == "__main__":  # pragma: no cover

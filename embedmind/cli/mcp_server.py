@@ -6,8 +6,11 @@ id minted per server run are recorded as provenance on every write. The
 server's namespace scopes every call that names none; a call may name
 another namespace only inside the allowed set (``--allow``; default: the
 server's namespace and its subtree) — anything else is refused, and a memory
-outside it is reported as not found, so nothing leaks. Errors come back as MCP
-tool errors carrying the typed error's message; the server keeps serving.
+outside it is reported as not found, so nothing leaks: every memory a tool
+returns (hits, links, versions) and every id it names passes the same test.
+Namespaces are compared in Unicode NFC, as the store keeps them. Errors come
+back as MCP tool errors carrying the typed error's message; the server keeps
+serving.
 Requires the optional ``mcp`` package (``pip install 'embedmind[mcp]'``).
 """
 
@@ -15,14 +18,22 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from embedmind.errors import EmbedmindError, InvalidInputError, NotFoundError
 from embedmind.ids import new_ulid
 from embedmind.model import Memory, Recall
-from embedmind.namespaces import in_scope, normalize_namespace
+from embedmind.namespaces import SUBTREE_SUFFIX, in_scope, normalize_namespace
 from embedmind.store import Store
+
+
+def _pattern(item: str) -> str:
+    """An allow-list entry, validated and in NFC (``"a/b"`` or the subtree ``"a/b/*"``)."""
+    if item.endswith(SUBTREE_SUFFIX):
+        return normalize_namespace(item[: -len(SUBTREE_SUFFIX)], "allow") + SUBTREE_SUFFIX
+    return normalize_namespace(item, "allow")
 
 
 class Scope:
@@ -30,12 +41,22 @@ class Scope:
 
     def __init__(self, default: str, allow: Sequence[str]) -> None:
         self.default = normalize_namespace(default)
-        self.allow = list(allow) or [self.default, f"{self.default}/*"]
+        # NFC, like the namespaces the store keeps: an NFD spelling of an
+        # allowed namespace (as a shell or a config file may pass it) would
+        # otherwise match nothing.
+        self.allow = [_pattern(item) for item in allow] or [
+            self.default,
+            self.default + SUBTREE_SUFFIX,
+        ]
+
+    def contains(self, namespace: str) -> bool:
+        """Whether ``namespace`` lies in the allowed set (compared in NFC)."""
+        return in_scope(unicodedata.normalize("NFC", namespace), self.allow)
 
     def check(self, namespace: str | None) -> str:
         """The namespace to use; refuses one outside the allowed set."""
         chosen = self.default if namespace is None else normalize_namespace(namespace)
-        if not in_scope(chosen, self.allow):
+        if not self.contains(chosen):
             raise InvalidInputError(
                 "namespace",
                 f"{chosen!r} is outside what this server may access ({', '.join(self.allow)})",
@@ -44,12 +65,16 @@ class Scope:
 
     def visible(self, memory: Memory | None) -> Memory:
         """The memory, or not-found when it lies outside the allowed set."""
-        if memory is None or not in_scope(memory.namespace, self.allow):
+        if memory is None or not self.contains(memory.namespace):
             raise NotFoundError("requested")
         return memory
 
+    def within(self, memories: Sequence[Memory]) -> list[Memory]:
+        """The memories that lie in the allowed set, in order."""
+        return [m for m in memories if self.contains(m.namespace)]
 
-def _memory(m: Memory) -> dict[str, Any]:
+
+def _memory(m: Memory, superseded_by: str | None) -> dict[str, Any]:
     return {
         "id": m.id,
         "namespace": m.namespace,
@@ -60,14 +85,7 @@ def _memory(m: Memory) -> dict[str, Any]:
         "created_at": m.created_at.isoformat(),
         "updated_at": m.updated_at.isoformat(),
         "valid_to": None if m.valid_to is None else m.valid_to.isoformat(),
-        "superseded_by": m.superseded_by,
-    }
-
-
-def _hits(result: Recall) -> dict[str, Any]:
-    return {
-        "hits": [{"score": h.score, "rank": h.rank, **_memory(h.memory)} for h in result],
-        "degraded": list(result.degraded),
+        "superseded_by": superseded_by,
     }
 
 
@@ -95,6 +113,27 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
     def tool() -> Callable[[F], F]:
         register = server.tool()
         return lambda function: register(_typed_errors(function))
+
+    def shown(m: Memory) -> dict[str, Any]:
+        """A memory as a tool returns it; a successor out of reach is not named."""
+        newer = m.superseded_by
+        if newer is not None:
+            successor = store.get(newer)
+            if successor is None or not scope.contains(successor.namespace):
+                newer = None
+        return _memory(m, newer)
+
+    def hits(result: Recall) -> dict[str, Any]:
+        # The recall was scoped to one allowed namespace; filtering again keeps
+        # the promise should the engine ever widen a scope (links, expansion).
+        return {
+            "hits": [
+                {"score": h.score, "rank": h.rank, **shown(h.memory)}
+                for h in result
+                if scope.contains(h.memory.namespace)
+            ],
+            "degraded": list(result.degraded),
+        }
 
     session = new_ulid()
     server = MCPServer(
@@ -143,7 +182,7 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
             session_id=session,
         )
         return {
-            "memory": _memory(outcome.memory),
+            "memory": shown(outcome.memory),
             "similar": [
                 {"id": s.id, "content": s.content, "score": s.score} for s in outcome.similar
             ],
@@ -175,12 +214,12 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
             expand_related=expand_related,
             recency=recency,
         )
-        return _hits(result)
+        return hits(result)
 
     @tool()
     def get(id: str) -> dict[str, Any]:
         """Read one memory by id (superseded versions included, as history)."""
-        return _memory(scope.visible(store.get(id)))
+        return shown(scope.visible(store.get(id)))
 
     @tool()
     def forget(id: str) -> dict[str, Any]:
@@ -193,9 +232,9 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
         """Memories linked to this one (relations and supersede edges, both directions)."""
         scope.visible(store.get(id))
         return [
-            {"kind": r.kind, "outgoing": r.outgoing, **_memory(r.memory)}
+            {"kind": r.kind, "outgoing": r.outgoing, **shown(r.memory)}
             for r in store.related(id)
-            if in_scope(r.memory.namespace, scope.allow)
+            if scope.contains(r.memory.namespace)
         ]
 
     @tool()
@@ -203,15 +242,17 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
         """The version history of a memory: what it replaced and what replaced it."""
         scope.visible(store.get(id))
         found = store.lineage(id)
+        # Moves and renames can carry versions of one chain into namespaces
+        # outside the allowed set; those are left out, as if they did not exist.
         return {
-            "older": [_memory(m) for m in found.older],
-            "newer": [_memory(m) for m in found.newer],
+            "older": [shown(m) for m in scope.within(found.older)],
+            "newer": [shown(m) for m in scope.within(found.newer)],
         }
 
     @tool()
     def stats() -> dict[str, Any]:
         """How many memories this server can see, per namespace."""
-        counts = {n: c for n, c in store.stats().by_namespace.items() if in_scope(n, scope.allow)}
+        counts = {n: c for n, c in store.stats().by_namespace.items() if scope.contains(n)}
         return {
             "live": sum(counts.values()),
             "by_namespace": counts,
