@@ -325,3 +325,21 @@ def test_bench_refuses_unusable_paths_before_running(
     code, out, err = run(capsys, "bench", "vector", "--no-progress", option, str(path))
     assert code == EXIT_INVALID and out == ""
     assert _error_line(err).startswith(f"error: {option}: ") and str(path) in err
+
+
+def test_export_to_stdout_pipes_into_import_from_stdin(tmp_path: Path) -> None:
+    cli = [sys.executable, "-m", "embedmind.cli.main", "--embedder", "hashing"]
+    with embedmind.Store.open(tmp_path / "a.mind", embedder=HashingEmbedder()) as store:
+        store.remember_many([f"piped memory {i}" for i in range(30)])
+    exported = subprocess.run(
+        [*cli, "--store", str(tmp_path / "a.mind"), "export", "-"],
+        capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    assert "exported 30 memories" in exported.stderr  # the summary stays off the data
+    imported = subprocess.run(
+        [*cli, "--store", str(tmp_path / "b.mind"), "import", "-"],
+        input=exported.stdout, capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    assert "imported 30 memories" in imported.stdout
+    with embedmind.Store.open(tmp_path / "b.mind", embedder=HashingEmbedder()) as store:
+        assert store.stats().live == 30

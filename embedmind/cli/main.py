@@ -219,18 +219,26 @@ def _vacuum(store: Store, args: argparse.Namespace, out: Output) -> int:
 
 
 def _export(store: Store, args: argparse.Namespace, out: Output) -> int:
+    to_stdout = args.file == "-"
     with _file_errors("export", "write", args.file):
         written = store.export_jsonl(
-            args.file, include_vectors=args.vectors, show_progress=not args.json
+            sys.stdout if to_stdout else args.file,
+            include_vectors=args.vectors,
+            show_progress=not args.json,
         )
-    out(json.dumps({"exported": written}) if args.json else f"exported {written} memories")
+    summary = json.dumps({"exported": written}) if args.json else f"exported {written} memories"
+    if to_stdout:  # the export is on stdout: the summary must not join it
+        print(summary, file=sys.stderr)
+    else:
+        out(summary)
     return EXIT_OK
 
 
 def _import(store: Store, args: argparse.Namespace, out: Output) -> int:
     with _file_errors("import", "read", args.file):
         try:
-            read = store.import_jsonl(args.file, reembed=args.reembed, show_progress=not args.json)
+            source = sys.stdin if args.file == "-" else args.file
+            read = store.import_jsonl(source, reembed=args.reembed, show_progress=not args.json)
         except EmbedderMismatchError as e:
             # The engine does not know the file's name; the CLI does, so the
             # message can give the exact command that imports it. Without an
@@ -326,11 +334,11 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--allow", action="append", help="namespaces it may access; repeatable")
     server.set_defaults(run=_mcp, raw_path=True)
     export = commands.add_parser("export", help="write memories and links as JSON Lines")
-    export.add_argument("file")
+    export.add_argument("file", help="the file to write, or - for standard output")
     export.add_argument("--vectors", action="store_true", help="include the vectors")
     export.set_defaults(run=_export)
     load = commands.add_parser("import", help="read a JSON Lines export (idempotent)")
-    load.add_argument("file")
+    load.add_argument("file", help="the file to read, or - for standard input")
     load.add_argument("--reembed", action="store_true", help="accept another model's export")
     load.set_defaults(run=_import)
     demo_parser = commands.add_parser("demo", help="remember a conversation and ask it questions")
