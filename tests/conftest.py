@@ -69,11 +69,36 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not lines:
         return
     terminalreporter.section("reliability figures")
-    for line in lines:
-        shown = " ".join(f"{k}={v}" for k, v in line.items() if k not in ("test", "outcome"))
-        terminalreporter.write_line(f"FIGURES {line['test']}: {shown}")
+    for test, shown in _fold_parametrized(lines).items():
+        terminalreporter.write_line(f"FIGURES {test}: {shown}")
     target = os.environ.get("EMBEDMIND_FIGURES")
     if target:
         with open(target, "a", encoding="utf-8") as out:
             for line in lines:
                 out.write(json.dumps(line, default=str) + "\n")
+
+
+def _fold_parametrized(lines: list[dict[str, object]]) -> dict[str, str]:
+    """One summary line per test function: a parametrized test's cases are added up.
+
+    Counts (ints) are summed, measurements (floats) keep their worst (largest) value,
+    anything else is shown when all cases agree.
+    """
+    groups: dict[str, list[dict[str, object]]] = {}
+    for line in lines:
+        test = str(line["test"]).split("[", 1)[0]
+        groups.setdefault(test, []).append(line)
+    folded = {}
+    for test, records in groups.items():
+        keys = [k for k in records[0] if k not in ("test", "outcome")]
+        parts = [f"runs={len(records)}"] if len(records) > 1 else []
+        for key in keys:
+            values = [r.get(key) for r in records]
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+                parts.append(f"{key}={sum(values)}")  # type: ignore[arg-type]
+            elif all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+                parts.append(f"{key}={max(values)}")  # type: ignore[type-var]
+            elif all(v == values[0] for v in values):
+                parts.append(f"{key}={values[0]}")
+        folded[test] = " ".join(parts)
+    return folded
