@@ -3,7 +3,8 @@
 Best effort, as in the fragment seed: an embedder failure (bad output or an
 exception) or an index failure is logged with the record id and never fails
 the write that already committed. Content whose fingerprint already produced
-the record's fragments is not embedded again.
+the record's fragments is not embedded again. Like every fragment write, the
+replacement saves the fragment index file once enough changes are unsaved.
 """
 
 from __future__ import annotations
@@ -58,5 +59,6 @@ def fragment_on_write(
                 blobs = [row.astype("<f4").tobytes() for row in vectors]
                 rows.add(conn, current.key, spans, blobs, texts)
             rows.set_source(conn, current.key, memory.fingerprint)
+            store.fragments.save_if_due(conn)
     except Exception as e:
         logger.warning("fragment add for %r failed: %s", memory.id, e)

@@ -7,7 +7,12 @@ vector, and its text when known. ``put`` replaces all of a record's fragments
 and ``query`` returns hits best first with the per-record cap applied while
 selecting. Memory recall stays record-granular; fragments are a separate
 index. Vectors are durable in SQLite and indexed by a derived usearch index
-under the same rules as the memory vectors.
+under the same rules as the memory vectors, through the same machinery
+(:class:`~embedmind.vectors.hnsw.VectorIndex`): the file ``NAME.mind-fragments``
+is registered with its checksum in ``index_files``, trusted only when it
+verifies, caught up by replaying ``fragment_log``, and saved with the memory
+index's policy — inside a write once ``SAVE_INDEX_AFTER`` changes are unsaved,
+and at close, vacuum and redaction — each save trimming the log it now reflects.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import apsw
+
+from embedmind import store_writes
 from embedmind.drafts import query_text
 from embedmind.embedders.adapt import normalized, normalized_one
 from embedmind.errors import EmbedmindError, InvalidInputError, NotFoundError
@@ -73,7 +81,7 @@ class Fragments:
 
     def __init__(self, store: Store, dims: int | None) -> None:
         self._store = store
-        file_path = None if store.path == ":memory:" else store.path + "-fragments"
+        file_path = store._db.sibling("-fragments")  # beside the real file (symlinked names)
         self.index = None if dims is None else VectorIndex(file_path, dims, space=FRAGMENTS)
 
     def put(self, record_id: str, fragments: Sequence[Fragment]) -> int:
@@ -91,7 +99,9 @@ class Fragments:
             key = _live_key(conn, memory_id)
             vector_rows.remove_memory(conn, key, FRAGMENTS)
             blobs = [row.astype("<f4").tobytes() for row in vectors]
-            return rows.add(conn, key, spans, blobs, texts) if spans else 0
+            held = rows.add(conn, key, spans, blobs, texts) if spans else 0
+            self.save_if_due(conn)
+            return held
 
     def remove(self, record_id: str) -> bool:
         """Drop every fragment of a record; whether there were any (idempotent)."""
@@ -101,7 +111,9 @@ class Fragments:
             if existing is None:
                 return False
             rows.set_source(conn, existing.key, None)
-            return vector_rows.remove_memory(conn, existing.key, FRAGMENTS) > 0
+            removed = vector_rows.remove_memory(conn, existing.key, FRAGMENTS) > 0
+            self.save_if_due(conn)
+            return removed
 
     def query(
         self,
@@ -137,6 +149,60 @@ class Fragments:
             for v, _, score in found
             if v in info
         ]
+
+    def save_if_due(self, conn: apsw.Connection) -> bool:
+        """Save the index file inside the caller's write transaction when enough is unsaved.
+
+        The threshold is the memory index's (``store_writes.SAVE_INDEX_AFTER``),
+        read at each call so both indexes follow one policy. The save trims
+        ``fragment_log`` up to the sequence the file reflects: this bounds the
+        log, and a process whose index is behind the trim reloads the file.
+
+        Returns:
+            Whether a file was written.
+        """
+        index = self.index
+        if index is None or index.file_path is None:
+            return False
+        unsaved = index.unsaved(conn)
+        # Nothing unsaved: no file to write here, even at a threshold of 0 (a
+        # store that never held a fragment keeps no fragment file).
+        if not unsaved or unsaved < store_writes.SAVE_INDEX_AFTER:
+            return False
+        return index.save(conn)
+
+    def save(self, *, rebuild: bool = False) -> bool:
+        """Save the index file when it lags; the store calls this at close, vacuum and redaction.
+
+        Runs in its own write transaction, so a failure cannot undo the memory
+        index's save. Nothing is written for a store that never held a fragment,
+        nor when the registered file already reflects the log and this process
+        did not have to rebuild it (a process that never queried fragments and
+        wrote none takes no write lock).
+
+        Args:
+            rebuild: Rebuild from the stored vectors first and always write
+                (vacuum: drops the tombstones of removed vectors).
+
+        Returns:
+            Whether a file was written.
+
+        Raises:
+            StorageError: When the file cannot be written or registered; the
+                previous file and its registry entry stay as they were.
+        """
+        index = self.index
+        if index is None or index.file_path is None:
+            return False
+        with self._store._db.read() as conn:
+            if vector_rows.last_seq(conn, FRAGMENTS) == 0:
+                return False  # never held a fragment: no file to keep
+            if not rebuild and not index.unsaved(conn) and not index.rebuilt_unsaved:
+                return False
+        with self._store._db.write() as conn:
+            if rebuild:
+                index.rebuild(conn)
+            return index.save(conn, force=rebuild)
 
     @property
     def record_count(self) -> int:

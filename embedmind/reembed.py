@@ -2,28 +2,46 @@
 
 Memories are re-embedded in key order, one transaction per batch; each batch
 replaces its memories' vectors and advances a cursor stored in the file, so a
-run that is killed resumes where it stopped. The model identity switches in
-the last transaction, and the derived index files are dropped (the next open
-rebuilds them). Run it while no other process recalls by vector: until the
-switch, the store holds vectors of both models.
+run that is killed resumes where it stopped. Fragments follow in the same way
+with a cursor of their own: each record's fragments are replaced whole, their
+stored texts embedded again. The model identity switches in the last
+transaction, and the derived index files are dropped (the next open rebuilds
+them). Run it while no other process recalls by vector: until the switch, the
+store holds vectors of both models.
+
+A fragment given as a vector has no text to embed again. Keeping its vector
+would mix two models in one index (and break fragment queries when the
+dimensions differ), and dropping it by default would destroy what the caller
+put, so a re-embed refuses to start while such fragments exist unless told to
+drop them.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 
+import apsw
 from tqdm.auto import tqdm
 
-from embedmind.embedders.adapt import DEFAULT, identity, resolve
+from embedmind.embedders.adapt import DEFAULT, identity, normalized, resolve
+from embedmind.embedders.protocol import Embedder
 from embedmind.errors import ConflictError, InvalidInputError
 from embedmind.plugins import resolve_embedder
 from embedmind.storage import fileio, records
+from embedmind.storage import fragments as fragment_rows
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.database import Database, normalize_path
+from embedmind.storage.vectors import FRAGMENTS
 from embedmind.vectors.embedding import embed_contents
+
+logger = logging.getLogger(__name__)
 
 _TARGET = "reembed.target"
 _CURSOR = "reembed.cursor"
+_FRAGMENT_CURSOR = "reembed.fragment_cursor"
+_INDEX_FILES = ("-vectors", "-fragments")
 
 
 def reembed(
@@ -32,21 +50,27 @@ def reembed(
     *,
     batch_size: int = 256,
     show_progress: bool = False,
+    drop_vector_fragments: bool = False,
 ) -> int:
-    """Re-embed every live memory of the store at ``path`` with ``embedder``.
+    """Re-embed every live memory and every fragment of the store at ``path`` with ``embedder``.
 
     Args:
         path: The store file.
         embedder: The new model (default: the embedded all-MiniLM-L6-v2).
-        batch_size: Memories per transaction.
-        show_progress: Show a progress bar.
+        batch_size: Memories per transaction; for fragments, about this many
+            per transaction, whole records.
+        show_progress: Show progress bars.
+        drop_vector_fragments: Drop the fragments that were given as vectors
+            (they have no text to embed again) instead of refusing to start.
 
     Returns:
         How many memories were re-embedded in this run.
 
     Raises:
         InvalidInputError: When ``embedder`` is ``None`` or ``batch_size`` invalid.
-        ConflictError: When an unfinished re-embed towards another model exists.
+        ConflictError: When an unfinished re-embed towards another model
+            exists, or fragments given as vectors exist and
+            ``drop_vector_fragments`` is false; nothing is changed then.
     """
     model = resolve(resolve_embedder(embedder))
     if model is None:
@@ -54,41 +78,126 @@ def reembed(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidInputError("batch_size", "expected a positive int")
     target = identity(model)
-    wanted = repr(sorted(target.items()))
     database = Database(normalize_path(path))
-    done = 0
     try:
         with database.write() as conn:
-            started = vector_rows.meta_get(conn, _TARGET)
-            if started is not None and started != wanted:
-                raise ConflictError(
-                    str(path), f"an unfinished re-embed towards another model exists ({started})"
-                )
-            vector_rows.meta_set(conn, _TARGET, wanted)
-            cursor = int(vector_rows.meta_get(conn, _CURSOR) or 0)
-            total = records.live_count(conn)
-        with tqdm(total=total, disable=not show_progress, unit="memory") as bar:
-            while True:
-                with database.read() as conn:
-                    batch = records.contents_after(conn, cursor, batch_size)
-                if not batch:
-                    break
-                embedded = embed_contents(model, [c for _, c in batch], [None] * len(batch))
-                with database.write() as conn:
-                    for (key, _), vectors in zip(batch, embedded, strict=True):
-                        vector_rows.remove_memory(conn, key)
-                        vector_rows.add(conn, key, vectors.spans, vectors.blobs())
-                    cursor = batch[-1][0]
-                    vector_rows.meta_set(conn, _CURSOR, str(cursor))
-                done += len(batch)
-                bar.update(len(batch))
+            _claim(conn, str(path), repr(sorted(target.items())), drop_vector_fragments)
+        done = _memories(database, model, batch_size, show_progress)
+        _fragments(database, model, batch_size, show_progress, drop_vector_fragments)
         with database.write() as conn:
             vector_rows.write_identity(conn, target)
             vector_rows.forget_index_files(conn)
-            vector_rows.meta_set(conn, _TARGET, None)
-            vector_rows.meta_set(conn, _CURSOR, None)
+            for key in (_TARGET, _CURSOR, _FRAGMENT_CURSOR):
+                vector_rows.meta_set(conn, key, None)
         if database.path != ":memory:":
-            fileio.remove_quietly(database.path + "-vectors")
+            for suffix in _INDEX_FILES:
+                sibling = database.sibling(suffix)
+                if sibling is not None:
+                    fileio.remove_quietly(sibling)
     finally:
         database.close()
     return done
+
+
+def _claim(conn: apsw.Connection, path: str, wanted: str, drop_vector_fragments: bool) -> None:
+    """Check that this run may start (or resume) and record its target model."""
+    started = vector_rows.meta_get(conn, _TARGET)
+    if started is not None and started != wanted:
+        raise ConflictError(
+            path, f"an unfinished re-embed towards another model exists ({started})"
+        )
+    if not drop_vector_fragments:
+        _refuse_vector_fragments(conn, path)
+    vector_rows.meta_set(conn, _TARGET, wanted)
+
+
+def _refuse_vector_fragments(conn: apsw.Connection, path: str) -> None:
+    count, owners, some = fragment_rows.given_as_vectors(conn)
+    if count:
+        examples = ", ".join(map(repr, some)) + (", ..." if owners > len(some) else "")
+        raise ConflictError(
+            path,
+            f"{count} fragment(s) of {owners} record(s) ({examples}) were given as vectors "
+            "and have no text to embed with the new model: remove them "
+            "(store.fragments.remove) and put them again afterwards, or pass "
+            "drop_vector_fragments=True to drop them",
+        )
+
+
+def _memories(database: Database, model: Embedder, batch_size: int, show_progress: bool) -> int:
+    """Re-embed the memories after the cursor, one transaction per batch; return how many."""
+    with database.read() as conn:
+        cursor = int(vector_rows.meta_get(conn, _CURSOR) or 0)
+        total = records.live_count(conn)
+    done = 0
+    with tqdm(total=total, disable=not show_progress, unit="memory") as bar:
+        while True:
+            with database.read() as conn:
+                batch = records.contents_after(conn, cursor, batch_size)
+            if not batch:
+                return done
+            embedded = embed_contents(model, [c for _, c in batch], [None] * len(batch))
+            with database.write() as conn:
+                for (key, _), vectors in zip(batch, embedded, strict=True):
+                    vector_rows.remove_memory(conn, key)
+                    vector_rows.add(conn, key, vectors.spans, vectors.blobs())
+                cursor = batch[-1][0]
+                vector_rows.meta_set(conn, _CURSOR, str(cursor))
+            done += len(batch)
+            bar.update(len(batch))
+
+
+def _fragments(
+    database: Database, model: Embedder, batch_size: int, show_progress: bool, drop: bool
+) -> None:
+    """Re-embed the fragments of the records after the fragment cursor, whole records at a time.
+
+    A record's fragments are removed and added again (new vec_keys), as the
+    memories' vectors are: replaying the change log then replaces them in any
+    index, where an in-place update would leave the old vectors indexed. A
+    record whose fragments changed between the read and the write (another
+    process put them meanwhile) ends the batch early and is read again.
+    """
+    with database.read() as conn:
+        cursor = int(vector_rows.meta_get(conn, _FRAGMENT_CURSOR) or 0)
+        total = fragment_rows.counts(conn)[1]
+    dropped: dict[int, int] = {}
+    with tqdm(total=total, disable=not show_progress, unit="fragment") as bar:
+        while True:
+            with database.read() as conn:
+                batch = fragment_rows.texts_after(conn, cursor, batch_size)
+            if not batch:
+                break
+            texts = [text for _, items in batch for _, _, text in items if text is not None]
+            if not drop and len(texts) < sum(len(items) for _, items in batch):
+                with database.read() as conn:  # put meanwhile by another process
+                    _refuse_vector_fragments(conn, database.path)
+            vectors, advanced = _embedded(model, texts), 0
+            with database.write() as conn:
+                for key, items in batch:
+                    if fragment_rows.texts_of(conn, key) != items:
+                        break  # changed since read: read again, not overwrite the change
+                    kept = [(start, end, text) for start, end, text in items if text is not None]
+                    vector_rows.remove_memory(conn, key, FRAGMENTS)
+                    if kept:
+                        spans = [(start, end) for start, end, _ in kept]
+                        blobs = [next(vectors) for _ in kept]
+                        fragment_rows.add(conn, key, spans, blobs, [t for _, _, t in kept])
+                    if len(kept) < len(items):
+                        dropped[key] = len(items) - len(kept)
+                    cursor, advanced = key, advanced + len(items)
+                vector_rows.meta_set(conn, _FRAGMENT_CURSOR, str(cursor))
+            bar.update(advanced)
+    if dropped:
+        logger.warning(
+            "re-embedding %s dropped %d fragments given as vectors, of %d records",
+            database.path, sum(dropped.values()), len(dropped),
+        )  # fmt: skip
+
+
+def _embedded(model: Embedder, texts: list[str]) -> Iterator[bytes]:
+    """The new model's vectors of ``texts``, in the storage format, in order."""
+    if not texts:
+        return iter(())
+    rows = normalized(model.embed_documents(texts), model.dims)
+    return (row.astype("<f4").tobytes() for row in rows)

@@ -148,7 +148,7 @@ class Store(
     # -- lifecycle ---------------------------------------------------------------
 
     def close(self) -> None:
-        """Save the vector index if it moved on, then close the store.
+        """Save the vector and fragment indexes if they moved on, then close the store.
 
         Further calls raise :class:`~embedmind.errors.StoreClosedError`;
         closing again does nothing, like closing a file twice.
@@ -156,11 +156,16 @@ class Store(
         if self._db.closed:
             return
         try:
-            if self._vectors is not None and self._vectors.file_path is not None:
-                with self._db.write() as conn:
-                    self._vectors.save(conn)
-        except (StorageError, OSError) as e:  # the index is a cache: the next open rebuilds it
-            logger.warning("could not save the vector index of %s: %s", self.path, e)
+            try:
+                if self._vectors is not None and self._vectors.file_path is not None:
+                    with self._db.write() as conn:
+                        self._vectors.save(conn)
+            except (StorageError, OSError) as e:  # the index is a cache: the next open rebuilds it
+                logger.warning("could not save the vector index of %s: %s", self.path, e)
+            try:  # its own transaction: a failed fragment save never undoes the vector save
+                self.fragments.save()
+            except (StorageError, OSError) as e:
+                logger.warning("could not save the fragment index of %s: %s", self.path, e)
         finally:
             self._db.close()
 

@@ -16,6 +16,7 @@ import datetime as _dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from embedmind import drafts
 from embedmind.embedders.protocol import Embedder
@@ -30,6 +31,9 @@ from embedmind.timestamps import resolve_now
 from embedmind.vectors.embedding import Embedded, embed_contents
 from embedmind.vectors.hnsw import VectorIndex
 from embedmind.writes import delete_keys, drop_fragments, replace_vectors
+
+if TYPE_CHECKING:
+    from embedmind.fragments import Fragments
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +65,7 @@ class MaintenanceMethods:
     _lexical: LexicalIndex
     _embedder: Embedder | None
     _vectors: VectorIndex | None
+    fragments: Fragments
 
     def redact(self, id: str, new_content: str, *, now: _dt.datetime | None = None) -> Memory:
         """Replace a memory's content so that no byte of the old one survives.
@@ -134,9 +139,9 @@ class MaintenanceMethods:
         return VacuumReport(len(keys), before, self._db.file_bytes(), truncated)
 
     def _save_vectors(self, rebuild: bool = False) -> None:
-        if self._vectors is None:
-            return
-        with self._db.write() as conn:
-            if rebuild:
-                self._vectors.rebuild(conn)
-            self._vectors.save(conn, force=rebuild)
+        if self._vectors is not None:
+            with self._db.write() as conn:
+                if rebuild:
+                    self._vectors.rebuild(conn)
+                self._vectors.save(conn, force=rebuild)
+        self.fragments.save(rebuild=rebuild)  # vacuum compacts it, redaction rewrites it

@@ -43,6 +43,7 @@ from embedmind.vectors.embedding import Embedded, embed_contents
 from embedmind.vectors.hnsw import VectorIndex
 
 if TYPE_CHECKING:
+    from embedmind.fragments import Fragments
     from embedmind.store import Store
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ class WriteMethods:
     _lexical: LexicalIndex
     _embedder: Embedder | None
     _vectors: VectorIndex | None
+    fragments: Fragments
     _metrics: Any
     _fragment_policy: FragmentPolicy | None
     _chunker: Any
@@ -362,6 +364,7 @@ class WriteMethods:
     def _maybe_save_index(self, conn: Any) -> None:
         if self._vectors is not None and self._vectors.unsaved(conn) >= SAVE_INDEX_AFTER:
             self._vectors.save(conn)
+        self.fragments.save_if_due(conn)  # evictions drop fragments: the same policy
 
     def forget(self, id: str, *, now: _dt.datetime | None = None) -> bool:
         """Tombstone a memory: it leaves every read; ``vacuum`` reclaims its space.

@@ -72,3 +72,45 @@ def set_source(conn: apsw.Connection, key: int, fingerprint: str | None) -> None
             "INSERT OR REPLACE INTO fragment_sources (key, fingerprint) VALUES (?, ?)",
             (key, fingerprint),
         )
+
+
+def texts_after(
+    conn: apsw.Connection, after: int, limit: int
+) -> list[tuple[int, list[tuple[int, int, str | None]]]]:
+    """Records holding fragments with keys above ``after``, in key order, and their fragments.
+
+    Each record comes whole, as ``(key, [(start, end, text), ...])`` in the
+    order its fragments were stored: about ``limit`` fragments in all, and
+    more when the last record has more (re-embedding replaces a record's
+    fragments in one transaction).
+    """
+    out: dict[int, list[tuple[int, int, str | None]]] = {}
+    for key, start, end, text in conn.execute(
+        "SELECT key, start, end, text FROM fragments WHERE key > ? ORDER BY key, vec_key LIMIT ?",
+        (after, limit),
+    ):
+        out.setdefault(int(key), []).append((int(start), int(end), text))
+    if out:
+        last = next(reversed(out))  # the LIMIT may have cut it: read all of it
+        out[last] = texts_of(conn, last)
+    return list(out.items())
+
+
+def texts_of(conn: apsw.Connection, key: int) -> list[tuple[int, int, str | None]]:
+    """``(start, end, text)`` of one record's fragments, in the order they were stored."""
+    return [
+        (int(start), int(end), text)
+        for start, end, text in conn.execute(
+            "SELECT start, end, text FROM fragments WHERE key = ? ORDER BY vec_key", (key,)
+        )
+    ]
+
+
+def given_as_vectors(conn: apsw.Connection) -> tuple[int, int, list[str]]:
+    """Fragments without text (given as vectors): how many, of how many records, 5 record ids."""
+    row = fetch_one(conn, "SELECT count(*), count(DISTINCT key) FROM fragments WHERE text IS NULL")
+    ids = conn.execute(
+        "SELECT DISTINCT m.id FROM fragments f JOIN memories m ON m.key = f.key "
+        "WHERE f.text IS NULL ORDER BY m.id LIMIT 5"
+    ).fetchall()
+    return int(row[0]), int(row[1]), [str(r[0]) for r in ids]

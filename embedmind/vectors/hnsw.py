@@ -260,6 +260,16 @@ class VectorIndex:
         entry = store.index_file(conn, self.space.index_name)
         return store.last_seq(conn, self.space) - (0 if entry is None else entry.seq)
 
+    @property
+    def rebuilt_unsaved(self) -> bool:
+        """Whether this process rebuilt the index and has not saved it since.
+
+        The registered file was then missing, damaged or never written: an
+        owner that saves only when :meth:`unsaved` is non-zero must also save
+        in this case, or every later process rebuilds again.
+        """
+        return self._index is not None and not self._from_file
+
 
 def _save(index: Index, path: str) -> None:
     index.save(path)
