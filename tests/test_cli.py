@@ -315,6 +315,30 @@ def test_reembed_honours_the_global_embedder(
     assert code == EXIT_INVALID and "no embedder named 'nope'" in err
 
 
+def test_reembed_refuses_fragments_given_as_vectors_unless_told_to_drop_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], toy_embedder: str
+) -> None:
+    store = str(tmp_path / "s.mind")
+    with embedmind.Store.open(store, embedder="hashing") as s:
+        s.remember("Tea grows in Assam.", id="crops")
+        s.fragments.put("crops", [((0, 19), "Tea grows in Assam.")])
+        s.remember("a scanned page", id="scan")
+        s.fragments.put("scan", [((0, 1), [1.0] + [0.0] * 63)])  # a vector: no text
+    argv = ["--store", store, "--embedder", toy_embedder, "--json", "reembed"]
+    code, out, err = run(capsys, *argv)
+    err = _error_line(err)
+    assert code == EXIT_CONFLICT and out == "", err
+    assert "1 fragment(s) of 1 record(s) ('scan')" in err and "--drop-vector-fragments" in err
+    with embedmind.Store.open(store, embedder="hashing") as s:  # nothing changed
+        assert s.stats().embedder == "hashing-64" and s.fragments.fragment_count == 2
+    code, out, err = run(capsys, *argv, "--drop-vector-fragments")
+    assert code == EXIT_OK and json.loads(out) == {"reembedded": 2}, err
+    with embedmind.Store.open(store, embedder=toy_embedder) as s:
+        assert s.stats().embedder == "hashing-32"
+        assert s.fragments.fragment_count == 1  # the text fragment, re-embedded
+        assert s.fragments.query("tea", k=1)[0].record_id == "crops"
+
+
 @pytest.mark.parametrize("option", ["--workdir", "--json"])
 def test_bench_refuses_unusable_paths_before_running(
     option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

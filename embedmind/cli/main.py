@@ -199,9 +199,20 @@ def _stats(store: Store, args: argparse.Namespace, out: Output) -> int:
 def _reembed(store_path: str, args: argparse.Namespace, out: Output) -> int:
     # The global --embedder names the target model ("default": the built-in
     # MiniLM); reembed resolves the name through the plugin registry.
-    done = reembed(
-        store_path, args.embedder, batch_size=args.batch_size, show_progress=not args.json
-    )
+    try:
+        done = reembed(
+            store_path,
+            args.embedder,
+            batch_size=args.batch_size,
+            show_progress=not args.json,
+            drop_vector_fragments=args.drop_vector_fragments,
+        )
+    except ConflictError as e:
+        # Fragments given as vectors: name the option, not the Python argument.
+        message = str(e).replace("drop_vector_fragments=True", "--drop-vector-fragments")
+        if message == str(e):
+            raise
+        raise ConflictError(e.id, message) from None
     out(json.dumps({"reembedded": done}) if args.json else f"re-embedded {done} memories")
     return EXIT_OK
 
@@ -318,9 +329,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("stats", help="counts and sizes").set_defaults(run=_stats)
     again = commands.add_parser(
         "reembed",
-        help="re-embed every memory with --embedder (default: the built-in model; resumable)",
+        help="re-embed every memory and fragment with --embedder "
+        "(default: the built-in model; resumable)",
     )
     again.add_argument("--batch-size", type=int, default=256)
+    again.add_argument(
+        "--drop-vector-fragments",
+        action="store_true",
+        help="drop the fragments given as vectors (no text to embed) instead of refusing",
+    )
     again.set_defaults(run=_reembed, raw_path=True)
     commands.add_parser("vacuum", help="reclaim forgotten memories' space").set_defaults(
         run=_vacuum
