@@ -258,7 +258,7 @@ class Database:
         """Return the size of the database file plus its WAL."""
         if self._memory:
             return 0
-        return fileio.file_size(self.path) + fileio.file_size(self.path + "-wal")
+        return fileio.file_size(self.path) + fileio.file_size(self._wal_path)
 
     @property
     def closed(self) -> bool:

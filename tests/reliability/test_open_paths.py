@@ -156,3 +156,14 @@ def test_a_symlinked_store_trusts_the_index_file_of_the_real_name(tmp_path: Path
         store.recall("q", mode="vector", vector=_vector(1), k=1)
         assert store._vectors is not None
         assert store._vectors.rebuilt == 0, "the index file saved under the real name was rebuilt"
+
+
+def test_file_bytes_counts_the_wal_beside_the_real_file(tmp_path: Path) -> None:
+    real = tmp_path / "real.mind"
+    link = tmp_path / "link.mind"
+    link.symlink_to(real)
+    with embedmind.Store.open(link, embedder=None) as store:
+        store.remember_many([f"memory {i} " + "words " * 50 for i in range(200)])
+        wal = Path(f"{real}-wal").stat().st_size
+        assert wal > 0
+        assert store.stats().file_bytes == real.stat().st_size + wal
