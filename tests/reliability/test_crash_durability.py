@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from tooling.children import child_env
 from tooling.crash_writer import redacted as redacted_content
 from tooling.crash_writer import sha
 
@@ -32,13 +33,6 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tests" / "tooling" / "crash_writer.py"
 SEED = int(os.environ.get("EMBEDMIND_CRASH_SEED", "20240917"))
 TRIALS = int(os.environ.get("EMBEDMIND_CRASH_TRIALS", "25"))
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["PYTHONWARNINGS"] = "error"
-    return env
 
 
 @dataclass
@@ -74,7 +68,7 @@ def _dump(path: Path, workdir: Path, queries: list[str], trial: int) -> dict:
     qfile.write_text(json.dumps(queries))
     proc = subprocess.run(  # a fresh process: nothing cached from the writer
         [sys.executable, str(TOOL), "dump", str(path), str(qfile), str(out)],
-        env=_env(),
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=60,
@@ -185,7 +179,7 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, figures: Figures) ->
             child = subprocess.Popen(
                 [sys.executable, str(TOOL), "write", str(store), str(seeds[trial]),
                  f"t{trial:02d}", str(go)],
-                stdout=out, stderr=errf, env=_env(),
+                stdout=out, stderr=errf, env=child_env(),
             )  # fmt: skip
         spawned.append(child)
         return child, log, err, go

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from tooling.children import spawn
 
 import embedmind
 
@@ -29,22 +30,6 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tests" / "tooling" / "mp_workers.py"
 DURATION = float(os.environ.get("EMBEDMIND_WRITERS_SECONDS", "5"))
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["PYTHONWARNINGS"] = "error"
-    return env
-
-
-def _spawn(tmp_path: Path, name: str, *args: object) -> tuple[subprocess.Popen[bytes], Path, Path]:
-    out, err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
-    with out.open("w") as o, err.open("w") as e:
-        proc = subprocess.Popen(
-            [sys.executable, str(TOOL), *map(str, args)], stdout=o, stderr=e, env=_env()
-        )
-    return proc, out, err
 
 
 def _finish(proc: subprocess.Popen[bytes], out: Path, err: Path, timeout: float) -> str:
@@ -82,10 +67,10 @@ def test_writers_and_a_reader(tmp_path: Path, figures: Figures, writers: int) ->
     acks = [tmp_path / f"w{n}.acks" for n in range(writers)]
     # All of them open (and so create and migrate) the file at the same moment.
     spawned = [
-        _spawn(tmp_path, f"w{n}", "writer", path, n, start, DURATION, acks[n], ids)
+        spawn(TOOL, tmp_path, f"w{n}", "writer", path, n, start, DURATION, acks[n], ids)
         for n in range(writers)
     ]
-    reader = _spawn(tmp_path, "reader", "reader", path, start, DURATION, *acks)
+    reader = spawn(TOOL, tmp_path, "reader", "reader", path, start, DURATION, *acks)
     summaries = [json.loads(_finish(*w, timeout=DURATION + 60)) for w in spawned]
     checks = json.loads(_finish(*reader, timeout=DURATION + 60))
 
@@ -147,7 +132,7 @@ def test_writers_and_a_reader(tmp_path: Path, figures: Figures, writers: int) ->
 @pytest.mark.timeout(60)
 def test_writer_blocked_past_busy_timeout_gets_store_busy(tmp_path: Path) -> None:
     path, release = tmp_path / "busy.mind", tmp_path / "release"
-    holder, out, err = _spawn(tmp_path, "holder", "holder", path, release)
+    holder, out, err = spawn(TOOL, tmp_path, "holder", "holder", path, release)
     try:
         deadline = time.monotonic() + 20
         while "HOLDING" not in out.read_text():

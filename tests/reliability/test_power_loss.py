@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from tooling.children import child_env
 from tooling.power_loss import FILE_OPS, CrashState, crash_state, load_log, materialise
 
 if TYPE_CHECKING:
@@ -58,17 +59,10 @@ SEED = int(os.environ.get("EMBEDMIND_POWER_LOSS_SEED", "20250301"))
 PER_CHILD = 50
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["PYTHONWARNINGS"] = "error"
-    return env
-
-
 def _record(out: Path, mutant: str = "") -> list[dict[str, Any]]:
     proc = subprocess.run(
         [sys.executable, str(TOOL), "record", str(out), *([mutant] if mutant else [])],
-        env=_env(),
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -125,7 +119,7 @@ def _check_batch(
     batch.write_text(json.dumps(specs))
     proc = subprocess.run(
         [sys.executable, str(TOOL), "check", str(batch)],
-        env=_env(),
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=60 + 5 * len(states),

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from contextlib import suppress
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from tooling.children import spawn
 
 import embedmind
 from embedmind.embedders.hashing import HashingEmbedder
@@ -46,22 +46,6 @@ STALL_BUDGET_MS = 500.0
 LOAD_FACTOR = float(os.environ.get("EMBEDMIND_LOAD_FACTOR", "2.0"))
 STARTUP_S = 4.0
 """Every child has imported embedmind and opened the store by then (2 shared cores)."""
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["PYTHONWARNINGS"] = "error"
-    return env
-
-
-def _spawn(tmp_path: Path, name: str, *args: object) -> tuple[subprocess.Popen[bytes], Path, Path]:
-    out, err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
-    with out.open("w") as o, err.open("w") as e:
-        proc = subprocess.Popen(
-            [sys.executable, str(TOOL), *map(str, args)], stdout=o, stderr=e, env=_env()
-        )
-    return proc, out, err
 
 
 def _finish(
@@ -102,9 +86,9 @@ def test_one_writer_many_readers(tmp_path: Path, figures: Figures) -> None:
     with embedmind.Store.open(path, embedder=HashingEmbedder(64)):
         pass  # created and migrated once, so the children only open it
     start = time.time() + STARTUP_S
-    writer = _spawn(tmp_path, "writer", "writer", path, start, SECONDS, acks)
+    writer = spawn(TOOL, tmp_path, "writer", "writer", path, start, SECONDS, acks)
     readers = [
-        _spawn(tmp_path, f"reader{n}", "reader", path, start, SECONDS, acks, n)
+        spawn(TOOL, tmp_path, f"reader{n}", "reader", path, start, SECONDS, acks, n)
         for n in range(READERS)
     ]
     sampler = WalSampler(path)
