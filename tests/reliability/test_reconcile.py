@@ -53,6 +53,7 @@ from embedmind import store_writes
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.storage import database, fileio
 from embedmind.storage import vectors as rows
+from embedmind.storage import vectors as vector_rows
 
 if TYPE_CHECKING:
     from conftest import Figures
@@ -365,7 +366,11 @@ def test_an_upsert_with_a_new_vector_and_the_same_content_replaces_the_vector() 
         store.remember("the same words", id="a", vector=new.tolist())
         assert np.allclose(store.vectors(["a"])["a"], new, atol=1e-6)
         assert store.recall("q", mode="vector", vector=new.tolist(), k=1)[0].score > 0.999
+        with store._db.read() as conn:
+            logged = vector_rows.last_seq(conn)
         store.remember("the same words", id="a", vector=new.tolist())  # unchanged: no churn
+        with store._db.read() as conn:
+            assert vector_rows.last_seq(conn) == logged, "identical vectors were rewritten"
         assert np.allclose(store.vectors(["a"])["a"], new, atol=1e-6)
 
 

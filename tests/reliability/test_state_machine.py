@@ -17,6 +17,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -28,6 +29,9 @@ from embedmind import Draft
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.lexical.analyzer import analyze
 from embedmind.vectors import hnsw
+
+if TYPE_CHECKING:
+    from conftest import Figures
 
 WORDS = ["apple", "banana", "cherry", "delta", "echo", "fox", "golf", "hotel", "india", "juliet"]
 NAMESPACES = ["a", "a/b", "a/bc", "z"]
@@ -295,11 +299,11 @@ class StoreMachine(RuleBasedStateMachine):
 RECALL: list[tuple[int, int]] = []
 
 
-def test_store_matches_the_model(figures: object) -> None:
+def test_store_matches_the_model(figures: Figures) -> None:
     RECALL.clear()
     StoreMachine.TestCase().runTest()
     hits, wanted = map(sum, zip(*RECALL, strict=True)) if RECALL else (0, 0)
     recall = hits / wanted if wanted else 1.0
-    figures(runs=len(RECALL), vector_queries_k=wanted, ann_recall_at_10=round(recall, 4))  # type: ignore[operator]
+    figures(runs=len(RECALL), vector_queries_k=wanted, ann_recall_at_10=round(recall, 4))
     assert wanted > 0
     assert recall >= MIN_RECALL
