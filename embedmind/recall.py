@@ -11,6 +11,7 @@ channel (no embedder, no vectors) degrades to the other and says so.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from embedmind.errors import InvalidInputError
 from embedmind.fusion import rrf, tied_ranks
 from embedmind.lexical.channel import text_channel
 from embedmind.lexical.index import LexicalIndex
@@ -48,6 +50,27 @@ class Request:
     rerank_alpha: float | None = None
     ef_search: int | None = None
     expand_related: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse a ``rerank_alpha`` that cannot rerank anything.
+
+        Raises:
+            InvalidInputError: When ``rerank_alpha`` is not finite (an infinite
+                blend weight makes every score NaN) or is given with
+                ``mode="vector"`` (it reranks the lexical list, which vector
+                mode does not compute).
+        """
+        alpha = self.rerank_alpha
+        if alpha is None:
+            return
+        if not math.isfinite(alpha):
+            raise InvalidInputError("rerank_alpha", f"expected a finite number, got {alpha!r}")
+        if self.mode is Mode.VECTOR:
+            raise InvalidInputError(
+                "rerank_alpha",
+                "applies to hybrid and text modes (it reranks the lexical list by vector "
+                "similarity); drop it or use mode='hybrid'",
+            )
 
 
 @dataclass
