@@ -52,7 +52,7 @@ from embedmind.storage import graph, lifecycle, records
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.database import Database
 from embedmind.vectors.embedding import Embedded, embed_contents
-from embedmind.writes import apply_batch
+from embedmind.writes import apply_batch, taken_elsewhere
 
 FORMAT = "embedmind-jsonl"
 VERSION = 1
@@ -252,11 +252,9 @@ class TransferMethods:
         for number, p in pending:
             existing = found.get(p.id)
             if existing is not None and existing.namespace != p.namespace:
+                # Worded by writes.taken_elsewhere: the other namespace is not named.
                 raise ConflictError(
-                    p.id,
-                    f"line {number}: id {p.id!r} already names a memory in namespace "
-                    f"{existing.namespace!r}, not {p.namespace!r}; ids are unique across the "
-                    "store: change the id in the file or delete the old memory",
+                    p.id, f"line {number}: {taken_elsewhere(p.id)} (change the id in the file)"
                 )
 
     def _write_file(self, lines: Lines, reembed: bool, bar: Any) -> None:

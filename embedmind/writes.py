@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import apsw
 
+from embedmind import timestamps
 from embedmind.drafts import Prepared
 from embedmind.errors import ConflictError, InvalidInputError, NotFoundError
 from embedmind.lexical.index import LexicalIndex
@@ -41,7 +42,10 @@ def apply_batch(
         The stored memories, in order.
 
     Raises:
-        ConflictError: When an id already names a memory in another namespace.
+        ConflictError: When an id already names a memory in another namespace
+            (the message does not name that namespace).
+        InvalidInputError: When a supersede would end the old version's
+            validity at or before its ``valid_from``.
     """
     version = records.next_write_seq(conn)
     ids = [p.id for p in batch]
@@ -105,11 +109,54 @@ def _link_graph(
                     f"{target!r} was already superseded by {existing.superseded_by!r}; "
                     "supersede the newest version instead",
                 )
+            _check_window(conn, existing, target, p.valid_from)
             graph.mark_superseded(conn, existing.key, p.id, p.valid_from, p.updated_at)
             edges.append((SUPERSEDES, existing.key))
             superseded = True
         graph.add_relations(conn, key, edges, p.updated_at)
     return superseded
+
+
+def _check_window(
+    conn: apsw.Connection, existing: records.Existing, target: str, ends_at: int
+) -> None:
+    """Refuse to end ``target``'s validity at or before it began.
+
+    Superseding closes the old version's window at the new version's
+    ``valid_from``; an earlier instant would store ``valid_to <= valid_from``,
+    a window :func:`embedmind.drafts.prepare` refuses, and the old version
+    would be valid at no instant. Refused rather than clamped: a clamp would
+    silently rewrite the history the caller asked for.
+    """
+    began = timestamps.to_micros(
+        records.select_by_keys(conn, [existing.key])[existing.key].valid_from, "valid_from"
+    )
+    if ends_at <= began:
+        raise InvalidInputError(
+            "supersedes",
+            f"{target!r} is valid from {_iso(began)}, but the new version starts at "
+            f"{_iso(ends_at)}, which would end the old one before it began; pass a later "
+            "now= (or valid_from=) for the new version",
+        )
+
+
+def _iso(micros: int) -> str:
+    return timestamps.from_micros(micros).isoformat()
+
+
+def taken_elsewhere(memory_id: str) -> ConflictError:
+    """The error for an id that names a memory of another namespace.
+
+    The message does not say which namespace: ids can be caller-chosen (a
+    LlamaIndex node id), and naming the holder would tell one tenant another's
+    namespace names.
+    """
+    return ConflictError(
+        memory_id,
+        f"id {memory_id!r} is already taken by a memory in another namespace; ids are unique "
+        "across the store: pick another id (or omit it for a fresh one), or write it from "
+        "the namespace that holds it",
+    )
 
 
 def _live_target(
@@ -141,11 +188,7 @@ def _apply_one_by_one(
             replace_vectors(conn, key, vectors)
         else:
             if existing.namespace != p.namespace:
-                raise ConflictError(
-                    p.id,
-                    f"id {p.id!r} already names a memory in namespace {existing.namespace!r}; "
-                    "ids are unique across the store: pick another id or delete the old memory",
-                )
+                raise taken_elsewhere(p.id)
             key = existing.key
             records.replace(conn, key, p, existing.created_at)
             if existing.forgotten or existing.content != p.content or key in pending:
