@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING
 
 from embedmind import drafts
 from embedmind.embedders.protocol import Embedder
-from embedmind.errors import NotFoundError, StorageError
+from embedmind.errors import InvalidInputError, NotFoundError, StorageError
 from embedmind.ids import validate_id
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Draft, Memory
 from embedmind.storage import records
 from embedmind.storage.crashpoints import crashpoint
-from embedmind.storage.database import Database
+from embedmind.storage.database import CHECKPOINT_TIMEOUT, Database
+from embedmind.storage.integrity import RedactionIncompleteError
 from embedmind.timestamps import resolve_now
 from embedmind.vectors.embedding import Embedded, embed_contents
 from embedmind.vectors.hnsw import VectorIndex
@@ -67,20 +68,40 @@ class MaintenanceMethods:
     _vectors: VectorIndex | None
     fragments: Fragments
 
-    def redact(self, id: str, new_content: str, *, now: _dt.datetime | None = None) -> Memory:
+    def redact(
+        self,
+        id: str,
+        new_content: str,
+        *,
+        now: _dt.datetime | None = None,
+        checkpoint_timeout: float = CHECKPOINT_TIMEOUT,
+    ) -> Memory:
         """Replace a memory's content so that no byte of the old one survives.
 
         Postings, vectors and the fingerprint follow the new content; the WAL
         is checkpointed and truncated afterwards. Safe to run again if it was
-        interrupted.
+        interrupted. The redaction is *complete* when the call returns: the
+        change is committed and the WAL, which still holds the old pages until
+        then, is truncated.
+
+        Args:
+            id: The memory to redact.
+            new_content: Its new content.
+            now: The instant recorded as its update.
+            checkpoint_timeout: Seconds to wait in all for readers of older
+                snapshots (in other processes) to let the WAL be truncated; the
+                writer lock is let go between attempts, so other writers go on.
 
         Raises:
             NotFoundError: When ``id`` does not exist or was forgotten.
-            InvalidInputError: When ``new_content`` is invalid.
-            StorageError: When the WAL could not be truncated (a reader held it
-                for too long); run it again.
+            InvalidInputError: When an argument is invalid (nothing is written).
+            RedactionIncompleteError: When the change committed but the WAL could
+                not be truncated within ``checkpoint_timeout`` (a reader holds a
+                snapshot, or the disk is full): the old bytes stay in the WAL
+                until the readers finish; run the same redact again then.
         """
         memory_id = validate_id(id)
+        timeout = _timeout(checkpoint_timeout)
         at = resolve_now(now)
         prepared = drafts.prepare(Draft(new_content), at)
         embedded: list[Embedded | None] = [None]
@@ -102,14 +123,20 @@ class MaintenanceMethods:
         self._save_vectors()
         crashpoint("redact-before-checkpoint")
         self._after_redaction(memory)
-        if not self._db.checkpoint():
-            raise StorageError("redacted, but a reader kept the WAL busy: run redact again")
+        problem = self._db.checkpoint(timeout)
+        if problem is not None:
+            raise RedactionIncompleteError(memory_id, problem, timeout)
         return memory
 
     def _after_redaction(self, memory: Memory) -> None:
         """Hook for the store: re-derive fragments and notify listeners."""
 
-    def vacuum(self, *, progress: Callable[[str], None] | None = None) -> VacuumReport:
+    def vacuum(
+        self,
+        *,
+        progress: Callable[[str], None] | None = None,
+        checkpoint_timeout: float = CHECKPOINT_TIMEOUT,
+    ) -> VacuumReport:
         """Reclaim the space of forgotten memories and rebuild the file in place.
 
         Superseded memories and every surviving id are kept; the file never
@@ -118,10 +145,18 @@ class MaintenanceMethods:
 
         Args:
             progress: Called with a short description as each step starts.
+            checkpoint_timeout: Seconds each of its two WAL checkpoints waits in
+                all for readers of older snapshots (the writer lock let go
+                between attempts); past it the WAL is left for a later
+                checkpoint and the report says ``wal_truncated=False``.
 
         Returns:
             What was removed and the sizes before and after.
+
+        Raises:
+            InvalidInputError: When ``checkpoint_timeout`` is not a positive number.
         """
+        timeout = _timeout(checkpoint_timeout)
         say = progress or (lambda _: None)
         before = self._db.file_bytes()
         say("dropping tombstones")
@@ -129,19 +164,42 @@ class MaintenanceMethods:
             keys = records.forgotten_keys(conn)
             delete_keys(conn, self._lexical, keys)
         say("rebuilding the database file")
-        self._db.checkpoint()
+        self._db.checkpoint(timeout)
         self._db.vacuum()
         self._lexical.clear_cache()
         say("rebuilding the vector index")
         self._save_vectors(rebuild=True)
         say("truncating the write-ahead log")
-        truncated = self._db.checkpoint()
+        truncated = self._db.checkpoint(timeout) is None
         return VacuumReport(len(keys), before, self._db.file_bytes(), truncated)
 
     def _save_vectors(self, rebuild: bool = False) -> None:
-        if self._vectors is not None:
-            with self._db.write() as conn:
-                if rebuild:
-                    self._vectors.rebuild(conn)
-                self._vectors.save(conn, force=rebuild)
-        self.fragments.save(rebuild=rebuild)  # vacuum compacts it, redaction rewrites it
+        """Save both derived indexes; never raises, since the change they follow has committed.
+
+        A failure (the writer lock busy, SQLite failing to register the file;
+        the file write itself is already absorbed by ``VectorIndex.save``) is
+        logged: the indexes are caches, and the next open replays or rebuilds.
+        """
+        try:
+            if self._vectors is not None:
+                with self._db.write() as conn:
+                    if rebuild:
+                        self._vectors.rebuild(conn)
+                    self._vectors.save(conn, force=rebuild)
+        except StorageError as e:
+            logger.warning("could not save the vector index of %s: %s", self._db.path, e)
+        try:  # its own transaction: a failed fragment save never undoes the vector save
+            self.fragments.save(rebuild=rebuild)  # vacuum compacts it, redaction rewrites it
+        except StorageError as e:
+            logger.warning("could not save the fragment index of %s: %s", self._db.path, e)
+
+
+def _timeout(value: object) -> float:
+    """Validate a ``checkpoint_timeout`` (seconds, positive and finite)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 < value < float("inf")
+    ):
+        raise InvalidInputError("checkpoint_timeout", "expected a positive number of seconds")
+    return float(value)

@@ -29,7 +29,7 @@ from contextlib import contextmanager, suppress
 
 import apsw
 
-from embedmind.errors import InvalidInputError, StorageError
+from embedmind.errors import InvalidInputError, StorageError, StoreBusyError
 from embedmind.storage import fileio, migrations
 from embedmind.storage.connection import (
     MEMORY_PATH,
@@ -48,6 +48,14 @@ WAL_RESET_WAIT_MS = 200
 """How long that reset may wait for readers of older snapshots (the writers' worst stall)."""
 WAL_RETRY_BYTES = 4 * 1024 * 1024
 """After a reset that readers outlasted, the WAL growth before the next attempt."""
+
+CHECKPOINT_TIMEOUT = 5.0
+"""Default bound, in seconds, of the wait of a truncating checkpoint (redact, vacuum)."""
+CHECKPOINT_ATTEMPT_MS = 100
+"""How long one checkpoint attempt holds the writer lock waiting for readers."""
+CHECKPOINT_PAUSE = 0.05
+"""Seconds between attempts, the writer lock let go, so other writers commit meanwhile."""
+SQLITE_FAILED = "SQLite failed"
 
 SIBLING_SUFFIX_BYTES = len("-fragments.XXXXXXXX.tmp")
 """The longest suffix the engine adds to the store's file name: an index save's temporary file."""
@@ -222,23 +230,54 @@ class Database:
                 conn.setbusytimeout(self._busy_ms)
         self._next_wal_reset = WAL_RESET_BYTES if not busy else size + WAL_RETRY_BYTES
 
-    def checkpoint(self, attempts: int = 50) -> bool:
-        """Copy the WAL into the database and truncate it to zero bytes.
+    def checkpoint(self, timeout: float = CHECKPOINT_TIMEOUT) -> str | None:
+        """Copy the WAL into the database and truncate it to zero bytes, within ``timeout``.
 
-        Readers inside a transaction can hold it up; it is retried briefly.
+        A reader in another process whose snapshot still uses the WAL holds the
+        truncation up for as long as its transaction lasts (a streaming export:
+        minutes). So the whole wait is bounded by ``timeout``, and the writer
+        lock is held only during each attempt (at most
+        :data:`CHECKPOINT_ATTEMPT_MS`, SQLite's busy handler waiting for the
+        readers), then let go for :data:`CHECKPOINT_PAUSE` so other writers
+        commit meanwhile instead of meeting :class:`StoreBusyError`. (Before,
+        each of 50 attempts waited the full busy timeout under the lock: 506 s.)
 
         Returns:
-            Whether the WAL was fully checkpointed and truncated.
+            ``None`` when the WAL was fully checkpointed and truncated, else what
+            prevented it (for the caller's error message).
         """
         if self._memory:
-            return True
-        with self.connections.connection() as conn, self._lock.hold():
-            for _ in range(attempts):
-                busy = fetch_one(conn, "PRAGMA wal_checkpoint(TRUNCATE)")[0]
-                if not busy:
-                    return True
-                time.sleep(0.02)
-        return False
+            return None
+        deadline = time.monotonic() + timeout
+        with self.connections.connection() as conn:
+            while True:
+                left = deadline - time.monotonic()
+                problem = self._checkpoint_once(
+                    conn, max(0.001, min(CHECKPOINT_ATTEMPT_MS / 1000, left))
+                )
+                if problem is None or problem.startswith(SQLITE_FAILED):
+                    return problem
+                if deadline - time.monotonic() <= 0:
+                    return problem
+                time.sleep(min(CHECKPOINT_PAUSE, max(0.0, deadline - time.monotonic())))
+
+    def _checkpoint_once(self, conn: apsw.Connection, wait: float) -> str | None:
+        """One TRUNCATE checkpoint under the writer lock, waiting at most ``wait`` s for readers."""
+        try:
+            with self._lock.hold(timeout=wait):
+                conn.setbusytimeout(max(1, int(wait * 1000)))
+                try:
+                    busy = fetch_one(conn, "PRAGMA wal_checkpoint(TRUNCATE)")[0]
+                finally:
+                    conn.setbusytimeout(self._busy_ms)
+        except StoreBusyError:
+            return "another writer held the writer lock"
+        except apsw.Error as e:  # a full disk, an I/O error: the WAL stays as it is
+            logger.warning("could not checkpoint the WAL of %s: %s", self.path, e)
+            return f"{SQLITE_FAILED}: {e}"
+        if busy:
+            return "a reader in another process holds a snapshot that still uses the WAL"
+        return None
 
     def vacuum(self) -> None:
         """Rebuild the database file in place (``VACUUM``) under the writer lock.

@@ -53,15 +53,19 @@ class WriterLock:
         return self._queue_fd, self._write_fd
 
     @contextmanager
-    def hold(self) -> Iterator[None]:
+    def hold(self, timeout: float | None = None) -> Iterator[None]:
         """Hold the writer lock for the duration of the ``with`` block.
+
+        Args:
+            timeout: Seconds to wait for it; by default the store's busy timeout.
 
         Raises:
             StoreBusyError: When the lock is not obtained within the timeout.
         """
+        wait = self._timeout if timeout is None else max(0.0, timeout)
         started = time.monotonic()
-        deadline = started + self._timeout
-        if not self._thread_lock.acquire(timeout=self._timeout):
+        deadline = started + wait
+        if not self._thread_lock.acquire(timeout=wait):
             raise StoreBusyError(self._store_path, time.monotonic() - started)
         try:
             if not self._files:
