@@ -186,3 +186,47 @@ def test_allow_list_is_compared_in_nfc(tmp_path: Path) -> None:
 
     # The allow-list is spelled in NFD, as a shell or a config file may hand it over.
     _run(store, body, "--namespace", nfd, "--allow", nfd, "--allow", f"{nfd}/*")
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.timeout(120)
+def test_unknown_ids_are_echoed_version_is_set_and_results_are_compact(tmp_path: Path) -> None:
+    import embedmind
+
+    store = tmp_path / "habits.mind"
+    with embedmind.Store.open(store, embedder="hashing") as s:
+        s.remember("the launch code is 0000", namespace="other", id="secret-id")
+        s.remember("Alice drinks green tea, every morning", namespace="me", id="tea")
+        s.remember("Alice drinks coffee", namespace="me", id="coffee", relations=[("rel", "tea")])
+
+    async def main() -> None:
+        async with (
+            stdio_client(_server(store, "--namespace", "me")) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            started = await session.initialize()
+            assert started.server_info.name == "embedmind"
+            assert started.server_info.version == embedmind.__version__
+            for tool in ("get", "forget", "related", "lineage"):
+                # Missing and out-of-reach ids read the same, and name the id asked for.
+                for unknown in ("no-such-id", "secret-id"):
+                    error, message = await _call(session, tool, id=unknown)
+                    assert error and repr(unknown) in message, message
+                    assert "requested" not in message and "other" not in message
+            for tool, arguments in (
+                ("get", {"id": "tea"}),
+                ("recall", {"query": "what does alice drink"}),
+                ("stats", {}),
+                ("related", {"id": "coffee"}),
+            ):
+                result = await session.call_tool(tool, arguments)
+                assert not result.is_error and len(result.content) == 1, result
+                text = result.content[0].text
+                assert "\n" not in text and text == _compact(json.loads(text)), text
+            result = await session.call_tool("related", {"id": "coffee"})
+            assert [r["id"] for r in json.loads(result.content[0].text)] == ["tea"]
+
+    asyncio.run(main())

@@ -10,18 +10,21 @@ outside it is reported as not found, so nothing leaks: every memory a tool
 returns (hits, links, versions) and every id it names passes the same test.
 Namespaces are compared in Unicode NFC, as the store keeps them. Errors come
 back as MCP tool errors carrying the typed error's message; the server keeps
-serving.
-Requires the optional ``mcp`` package (``pip install 'embedmind[mcp]'``).
+serving. Results are compact JSON (no indent): an agent pays for every token.
+Requires the optional ``mcp`` package (``pip install "embedmind[mcp]"``; from
+a clone, ``pip install ".[mcp]"``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
+from embedmind import __version__
 from embedmind.errors import EmbedmindError, InvalidInputError, NotFoundError
 from embedmind.ids import new_ulid
 from embedmind.model import Memory, Recall
@@ -63,10 +66,12 @@ class Scope:
             )
         return chosen
 
-    def visible(self, memory: Memory | None) -> Memory:
-        """The memory, or not-found when it lies outside the allowed set."""
+    def visible(self, memory: Memory | None, id: str) -> Memory:
+        """The memory, or not-found naming ``id`` when it lies outside the allowed set."""
         if memory is None or not self.contains(memory.namespace):
-            raise NotFoundError("requested")
+            # The caller's own id, never the memory's namespace: "not found"
+            # must read the same whether it is missing or out of reach.
+            raise NotFoundError(id)
         return memory
 
     def within(self, memories: Sequence[Memory]) -> list[Memory]:
@@ -92,14 +97,33 @@ def _memory(m: Memory, superseded_by: str | None) -> dict[str, Any]:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def compact(value: Any) -> str:
+    """``value`` as JSON without indent or spaces (the SDK's default indents by 2)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _result(value: dict[str, Any] | list[Any]) -> Any:
+    """A tool result: compact JSON text, and the same value as structured content.
+
+    The SDK wraps a list in ``{"result": ...}`` for its output schema, and would
+    otherwise split it into one text block per item.
+    """
+    from mcp.types import CallToolResult, TextContent
+
+    structured = value if isinstance(value, dict) else {"result": value}
+    return CallToolResult(
+        content=[TextContent(type="text", text=compact(value))], structured_content=structured
+    )
+
+
 def _typed_errors(tool: F) -> F:
-    """Turn embedmind's typed errors into MCP tool errors that carry their message."""
+    """Return compact results; turn embedmind's typed errors into MCP tool errors."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     @functools.wraps(tool)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return tool(*args, **kwargs)
+            return _result(tool(*args, **kwargs))
         except (EmbedmindError, ValueError, TypeError) as e:
             raise ToolError(f"{type(e).__name__}: {e}") from e
 
@@ -138,6 +162,7 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
     session = new_ulid()
     server = MCPServer(
         "embedmind",
+        version=__version__,
         instructions=(
             "A durable long-term memory. Use `recall` before answering questions about the "
             "user, their projects or earlier conversations; use `remember` to keep facts, "
@@ -168,7 +193,7 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
         """
         target = scope.check(namespace)
         for target_id in [*(supersedes or ()), *(r[1] for r in relations or () if len(r) == 2)]:
-            scope.visible(store.get(target_id))
+            scope.visible(store.get(target_id), target_id)
         outcome = store.remember_detailed(
             content,
             namespace=target,
@@ -219,18 +244,18 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
     @tool()
     def get(id: str) -> dict[str, Any]:
         """Read one memory by id (superseded versions included, as history)."""
-        return shown(scope.visible(store.get(id)))
+        return shown(scope.visible(store.get(id), id))
 
     @tool()
     def forget(id: str) -> dict[str, Any]:
         """Forget a memory that is wrong or no longer wanted."""
-        scope.visible(store.get(id))
+        scope.visible(store.get(id), id)
         return {"id": id, "forgotten": store.forget(id)}
 
     @tool()
     def related(id: str) -> list[dict[str, Any]]:
         """Memories linked to this one (relations and supersede edges, both directions)."""
-        scope.visible(store.get(id))
+        scope.visible(store.get(id), id)
         return [
             {"kind": r.kind, "outgoing": r.outgoing, **shown(r.memory)}
             for r in store.related(id)
@@ -240,7 +265,7 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
     @tool()
     def lineage(id: str) -> dict[str, Any]:
         """The version history of a memory: what it replaced and what replaced it."""
-        scope.visible(store.get(id))
+        scope.visible(store.get(id), id)
         found = store.lineage(id)
         # Moves and renames can carry versions of one chain into namespaces
         # outside the allowed set; those are left out, as if they did not exist.
