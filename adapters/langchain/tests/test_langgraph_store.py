@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from langchain_embedmind import EmbedmindStore
+from langchain_embedmind.store_namespaces import item_id
 from langgraph.store.memory import InMemoryStore
 
 import embedmind
@@ -94,7 +95,7 @@ def test_query_search_ranks_by_relevance(pair: tuple[EmbedmindStore, InMemorySto
 def test_ttl_and_refresh(pair: tuple[EmbedmindStore, InMemoryStore]) -> None:
     ours, _ = pair
     ours.put(("t",), "k", {"v": 1}, ttl=5)
-    item = ours.store.get(EmbedmindStore._id(ours._namespace(("t",)), "k"))
+    item = ours.store.get(item_id(ours._namespace(("t",)), "k"))
     assert item is not None and item.expires_at is not None
     assert ours.get(("t",), "k", refresh_ttl=True) is not None
 

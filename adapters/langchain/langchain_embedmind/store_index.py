@@ -1,0 +1,161 @@
+"""LangGraph's ``IndexConfig`` over an embedmind store: which texts of a value get a vector.
+
+LangGraph keeps one vector per indexed field path, and one per list element
+for ``field[*]`` paths, and scores an item by its best field. Here each of
+those vectors is one fragment of the item's memory in the engine's fragment
+index (locator ``(i, i + 1)`` for the item's ``i``-th vector, the path list in
+the item's reserved metadata), so a query search is one fragment query with
+``max_per_record=1``: the best field per item, best first, with its cosine as
+the score, as LangGraph's ``InMemoryStore`` reports it.
+
+The vectors come from LangGraph's ``embed`` (through its own
+``ensure_embeddings``, so callables, async callables and provider strings work
+as in LangGraph), and the texts from its own ``tokenize_path`` and
+``get_text_at_path``, so paths mean exactly what they mean in LangGraph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import (
+    IndexConfig,
+    PutOp,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
+)
+
+from embedmind import InvalidInputError, Store
+
+PROBE = "embedmind probe: does this model match the store's?"
+TOLERANCE = 1e-5  # float32 round-off of two unit vectors of the same model
+
+
+class StoreEmbeddings(Embeddings):
+    """The store's own embedder as LangChain ``Embeddings`` (the default ``embed``)."""
+
+    def __init__(self, store: Store) -> None:
+        """Wrap ``store.embedder`` (the store must have one)."""
+        self._embedder: Any = store.embedder
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed documents with the store's model."""
+        return [list(map(float, row)) for row in self._embedder.embed_documents(texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a query with the store's model."""
+        return list(map(float, self._embedder.embed_query(text)))
+
+
+@dataclass(frozen=True)
+class Indexing:
+    """A resolved index config: the embeddings and the tokenized default paths."""
+
+    embeddings: Embeddings
+    dims: int
+    config: dict[str, Any]
+
+    def fields(self, op: PutOp) -> list[tuple[str, str]]:
+        """The ``(path label, text)`` pairs ``op`` indexes (``[]`` for ``index=False``).
+
+        Labels follow ``InMemoryStore``: the path, or ``path.i`` for the ``i``-th
+        of several texts at one path. Blank texts are skipped: they carry nothing
+        to match and some models return a zero vector, which has no direction.
+        """
+        if op.index is False or op.value is None:
+            return []
+        paths: Sequence[tuple[str, Any]] = (
+            self.config["__tokenized_fields"]
+            if op.index is None
+            else [(p, p if p == "$" else tokenize_path(p)) for p in op.index]
+        )
+        found: list[tuple[str, str]] = []
+        for path, tokens in paths:
+            texts = get_text_at_path(op.value, tokens)
+            labels = [path] if len(texts) == 1 else [f"{path}.{i}" for i in range(len(texts))]
+            found += [(label, text) for label, text in zip(labels, texts, strict=True)]
+        return [(label, text) for label, text in found if text.strip()]
+
+
+def resolve_index(store: Store, index: IndexConfig | None) -> Indexing | None:
+    """Resolve ``index`` against ``store`` (``None``: the store's embedder over ``$``).
+
+    Raises:
+        InvalidInputError: When the config needs vectors the store cannot hold
+            (no embedder, other dims, another model); the message says what to
+            write instead.
+    """
+    embedder = store.embedder
+    if index is None:
+        if embedder is None:
+            return None  # a text-only store: query searches rank by BM25
+        index = {"dims": embedder.dims, "embed": StoreEmbeddings(store), "fields": ["$"]}
+    config: dict[str, Any] = dict(index)
+    if embedder is None:
+        raise InvalidInputError(
+            "index",
+            "the store was opened without an embedder, so it cannot hold vectors: open it "
+            "with the same model, Store.open(path, embedder=index['embed']), or use "
+            "EmbedmindStore.open(path, index=...)",
+        )
+    dims = config.get("dims", embedder.dims)
+    if dims != embedder.dims:
+        raise InvalidInputError(
+            "index",
+            f"dims={dims!r} but the store's embedder ({embedder.model_id}) makes "
+            f"{embedder.dims}-dimensional vectors: write dims={embedder.dims}, or open "
+            "the store with your model: Store.open(path, embedder=index['embed'])",
+        )
+    embeddings = ensure_embeddings(config.get("embed") or StoreEmbeddings(store))
+    _check_same_model(store, embeddings)
+    config["embed"] = embeddings
+    config["dims"] = dims
+    config["__tokenized_fields"] = [
+        (p, p if p == "$" else tokenize_path(p)) for p in (config.get("fields") or ["$"])
+    ]
+    return Indexing(embeddings, dims, config)
+
+
+def _check_same_model(store: Store, embeddings: Embeddings) -> None:
+    """Refuse an ``embed`` that is not the store's model (one probe text, both ways)."""
+    if isinstance(embeddings, StoreEmbeddings):
+        return
+    try:
+        given = np.asarray(embeddings.embed_query(PROBE), dtype=np.float64)
+    except ValueError as e:
+        if "async function" in str(e):
+            return  # async-only: the first write checks the length, the probe cannot run here
+        raise
+    embedder: Any = store.embedder
+    recorded = np.asarray(embedder.embed_query(PROBE), dtype=np.float64)
+    norm = float(np.linalg.norm(given))
+    if (
+        given.shape != recorded.shape
+        or norm == 0.0
+        or abs(float(given @ recorded) / norm - 1.0) > TOLERANCE
+    ):
+        raise InvalidInputError(
+            "index",
+            f"index['embed'] is not the store's embedder ({embedder.model_id}): the "
+            "fragment vectors and the store's must come from one model. Open the store "
+            "with yours, Store.open(path, embedder=index['embed']), or leave 'embed' out "
+            "to use the store's",
+        )
+
+
+def as_vectors(raw: Sequence[Sequence[float]], count: int) -> list[list[float]]:
+    """Check an embedding call returned one vector per text (LangGraph raises the same)."""
+    vectors = [list(v) for v in raw]
+    if len(vectors) != count:
+        raise ValueError(f"the embeddings returned {len(vectors)} vectors for {count} texts")
+    return vectors
+
+
+def value_text(value: Mapping[str, Any]) -> str:
+    """The whole value as text (LangGraph's ``$``): the content of an unindexed item."""
+    return get_text_at_path(value, "$")[0]
