@@ -1,10 +1,13 @@
 """``EmbedmindVectorStore``: a LangChain ``VectorStore`` over an embedmind store.
 
-Returned ``Document.metadata`` equals what went in; scores are cosine
-similarities (higher is better) and relevance scores are mapped to [0, 1].
-When the caller hands an ``Embeddings`` object it embeds everything; otherwise
-the store's own embedder does. Similarity search is the vector channel, so a
-query whose words occur nowhere still finds its nearest documents.
+Returned ``Document.metadata`` equals what went in. Scores and relevance
+scores are both the cosine similarity of query and document clipped to
+[0, 1] (LangChain's relevance for cosine), so they fall with rank and an
+exact match scores 1. When the caller hands an ``Embeddings`` object it embeds
+everything; it must be the store's own model (checked at construction).
+Similarity search is the vector channel, so a query whose words occur nowhere
+still finds its nearest documents. Reads cover a namespace scope as
+``recall`` does; writes go to one namespace.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from embedmind import Draft, Store
+from embedmind import Draft, InvalidInputError, Store
+from langchain_embedmind import _scope
 from langchain_embedmind._convert import to_document
+from langchain_embedmind.embeddings import check_same_model
 
 
 class EmbedmindVectorStore(VectorStore):
@@ -29,10 +34,18 @@ class EmbedmindVectorStore(VectorStore):
     Args:
         store: An open store; when omitted one is opened at ``path``.
         embedding: LangChain embeddings to use for documents and queries;
-            when omitted, the store's own embedder.
-        namespace: The embedmind namespace documents live in.
+            when omitted, the store's own embedder. With ``store``, it must
+            be the model the store was opened with.
+        namespace: The namespaces reads cover: ``"a/b"``, ``"a/b/*"`` (the
+            subtree) or a list of those, as in ``Store.recall``.
+        write_namespace: Where added documents go; by default ``namespace``
+            when it names one namespace. It must lie inside ``namespace``.
         path: Where to open a store when ``store`` is omitted
             (``":memory:"`` by default).
+
+    Raises:
+        InvalidInputError: When ``embedding`` is not the store's model (the
+            message gives the line to write instead), or a namespace is invalid.
     """
 
     def __init__(
@@ -40,14 +53,18 @@ class EmbedmindVectorStore(VectorStore):
         store: Store | None = None,
         *,
         embedding: Embeddings | None = None,
-        namespace: str = "default",
+        namespace: str | Sequence[str] = "default",
+        write_namespace: str | None = None,
         path: str = ":memory:",
     ) -> None:
+        self.namespace = _scope.read_scope(namespace)
+        self.write_namespace = _scope.write_target(self.namespace, write_namespace)
         if store is None:
             store = Store.open(path, embedder=embedding if embedding is not None else "default")
+        elif embedding is not None:
+            check_same_model(store, embedding)
         self.store = store
         self._embedding = embedding
-        self.namespace = namespace
 
     @property
     def embeddings(self) -> Embeddings | None:
@@ -71,9 +88,10 @@ class EmbedmindVectorStore(VectorStore):
         if not len(texts) == len(metadatas) == len(given):
             raise ValueError("texts, metadatas and ids must have the same length")
         final = [i if i is not None else str(uuid.uuid4()) for i in given]
+        target = self._target()
         vectors = self._embed_documents(texts)
         drafts = [
-            Draft(text, id=memory_id, namespace=self.namespace, metadata=meta, vector=vector)
+            Draft(text, id=memory_id, namespace=target, metadata=meta, vector=vector)
             for text, meta, memory_id, vector in zip(texts, metadatas, final, vectors, strict=True)
         ]
         self.store.remember_many(drafts, batch_size=kwargs.get("batch_size", 256))
@@ -90,20 +108,35 @@ class EmbedmindVectorStore(VectorStore):
         )
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
-        """Delete documents by id (missing ids are fine); ``None`` deletes the namespace."""
+        """Delete documents by id (missing ids and ids outside ``namespace`` are left alone).
+
+        ``None`` deletes the whole write namespace.
+        """
         if ids is None:
-            self.store.delete_namespace(self.namespace)
+            self.store.delete_namespace(self._target())
             return True
-        for memory_id in ids:
-            self.store.delete(memory_id)
+        for memory in self.store.get_many(list(ids)):
+            if _scope.covers(self.namespace, memory.namespace):
+                self.store.delete(memory.id)
         return True
+
+    def _target(self) -> str:
+        if self.write_namespace is None:
+            raise InvalidInputError(
+                "write_namespace",
+                f"reads cover {self.namespace!r}, which names no single namespace to write to; "
+                "pass one: EmbedmindVectorStore(store, namespace=..., write_namespace='a/b')",
+            )
+        return self.write_namespace
 
     # -- reads -----------------------------------------------------------------
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Documents for the ids that exist, with ``id`` set."""
         return [
-            to_document(m) for m in self.store.get_many(list(ids)) if m.namespace == self.namespace
+            to_document(m)
+            for m in self.store.get_many(list(ids))
+            if _scope.covers(self.namespace, m.namespace)
         ]
 
     def similarity_search(
@@ -125,7 +158,7 @@ class EmbedmindVectorStore(VectorStore):
         filter: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        """``(document, cosine similarity)`` pairs, best first."""
+        """``(document, score)`` pairs, best first: cosine similarity clipped to [0, 1]."""
         return self._search(query, self._embed_query(query), k, filter)
 
     def similarity_search_by_vector(
@@ -144,11 +177,12 @@ class EmbedmindVectorStore(VectorStore):
         hits = self.store.recall(
             query, k=k, namespace=self.namespace, where=where, mode="vector", vector=vector
         )
-        return [(to_document(hit.memory), hit.score) for hit in hits]
+        return [(to_document(hit.memory), _unit(hit.score)) for hit in hits]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
-        # Cosine similarity is in [-1, 1]; relevance must be in [0, 1].
-        return lambda score: max(0.0, min(1.0, (score + 1.0) / 2.0))
+        # Scores already are relevance: LangChain's cosine relevance is the
+        # similarity itself, and _search clipped it to [0, 1].
+        return _unit
 
     def max_marginal_relevance_search(
         self,
@@ -209,9 +243,17 @@ class EmbedmindVectorStore(VectorStore):
     # -- embedding -----------------------------------------------------------------
 
     def _embed_documents(self, texts: list[str]) -> list[Any]:
-        if self._embedding is None or not texts:
-            return [None] * len(texts)
-        return list(self._embedding.embed_documents(texts))
+        # Blank texts are not sent to the model: the engine refuses them with
+        # a typed error naming the item, which a remote model would pre-empt
+        # with its own (or charge for).
+        wanted = [i for i, text in enumerate(texts) if isinstance(text, str) and text.strip()]
+        vectors: list[Any] = [None] * len(texts)
+        if self._embedding is None or not wanted:
+            return vectors
+        embedded = self._embedding.embed_documents([texts[i] for i in wanted])
+        for i, vector in zip(wanted, embedded, strict=True):
+            vectors[i] = vector
+        return vectors
 
     def _store_embedder(self) -> Any:
         if self.store.embedder is None:
@@ -220,3 +262,8 @@ class EmbedmindVectorStore(VectorStore):
 
     def _embed_query(self, query: str) -> list[float] | None:
         return None if self._embedding is None else list(self._embedding.embed_query(query))
+
+
+def _unit(score: float) -> float:
+    """A cosine similarity clipped to [0, 1] (orthogonal and opposite both score 0)."""
+    return max(0.0, min(1.0, float(score)))
