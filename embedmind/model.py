@@ -241,6 +241,11 @@ class Stats:
         embedder: The embedding model recorded in the store, if any.
         file_bytes: Size of the database file plus its WAL.
         schema_version: The store's schema version.
+        missing_vectors: Live memories without a vector, in a store that has
+            an embedding model: written while it was open with
+            ``embedder=None`` (or before it had a model), vector search cannot
+            find them; :func:`embedmind.reembed` with ``missing=True`` fills
+            them. Always 0 in a store that never had a model.
     """
 
     live: int
@@ -258,6 +263,7 @@ class Stats:
     embedder: str | None
     file_bytes: int
     schema_version: int
+    missing_vectors: int = 0
 
 
 @dataclass(frozen=True)

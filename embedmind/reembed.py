@@ -14,6 +14,11 @@ would mix two models in one index (and break fragment queries when the
 dimensions differ), and dropping it by default would destroy what the caller
 put, so a re-embed refuses to start while such fragments exist unless told to
 drop them.
+
+``missing=True`` is the narrow case: only live memories without any vector
+(written while the store was open with ``embedder=None``) are embedded, with
+the store's own model, batch by batch; the vectors join the change log, so
+the index files stay valid and catch up on the next open.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from tqdm.auto import tqdm
 
 from embedmind.embedders.adapt import DEFAULT, identity, normalized, resolve
 from embedmind.embedders.protocol import Embedder
-from embedmind.errors import ConflictError, InvalidInputError
+from embedmind.errors import ConflictError, EmbedderMismatchError, InvalidInputError
 from embedmind.plugins import resolve_embedder
 from embedmind.storage import fileio, records
 from embedmind.storage import fragments as fragment_rows
@@ -51,8 +56,14 @@ def reembed(
     batch_size: int = 256,
     show_progress: bool = False,
     drop_vector_fragments: bool = False,
+    missing: bool = False,
 ) -> int:
     """Re-embed every live memory and every fragment of the store at ``path`` with ``embedder``.
+
+    With ``missing=True``, embed only the live memories that have no vector
+    (written while the store was open with ``embedder=None``), with the
+    store's own model: nothing else changes, and an interrupted run resumes by
+    running it again (each batch commits, and what has a vector is skipped).
 
     Args:
         path: The store file.
@@ -62,6 +73,8 @@ def reembed(
         show_progress: Show progress bars.
         drop_vector_fragments: Drop the fragments that were given as vectors
             (they have no text to embed again) instead of refusing to start.
+        missing: Only fill in the live memories without a vector; ``embedder``
+            must be the store's model (a store that never had one takes it).
 
     Returns:
         How many memories were re-embedded in this run.
@@ -69,8 +82,22 @@ def reembed(
     Raises:
         InvalidInputError: When ``embedder`` is ``None`` or ``batch_size`` invalid.
         ConflictError: When an unfinished re-embed towards another model
-            exists, or fragments given as vectors exist and
-            ``drop_vector_fragments`` is false; nothing is changed then.
+            exists (with ``missing``: any unfinished re-embed), or fragments
+            given as vectors exist and ``drop_vector_fragments`` is false;
+            nothing is changed then.
+        EmbedderMismatchError: With ``missing``, when the store's vectors come
+            from another model than ``embedder``.
+
+    Example:
+        >>> import embedmind, tempfile, os
+        >>> from embedmind.embedders.hashing import HashingEmbedder
+        >>> path = os.path.join(tempfile.mkdtemp(), "m.mind")
+        >>> with embedmind.Store.open(path, embedder=HashingEmbedder(32)) as store:
+        ...     _ = store.remember("Alice prefers green tea")
+        >>> with embedmind.Store.open(path, embedder=None) as store:
+        ...     _ = store.remember("Bob prefers coffee")
+        >>> embedmind.reembed(path, HashingEmbedder(32), missing=True)
+        1
     """
     model = resolve(resolve_embedder(embedder))
     if model is None:
@@ -79,6 +106,11 @@ def reembed(
         raise InvalidInputError("batch_size", "expected a positive int")
     target = identity(model)
     database = Database(normalize_path(path))
+    if missing:
+        try:
+            return _fill_missing(database, model, target, batch_size, show_progress)
+        finally:
+            database.close()
     try:
         with database.write() as conn:
             _claim(conn, str(path), repr(sorted(target.items())), drop_vector_fragments)
@@ -144,6 +176,47 @@ def _memories(database: Database, model: Embedder, batch_size: int, show_progres
                 cursor = batch[-1][0]
                 vector_rows.meta_set(conn, _CURSOR, str(cursor))
             done += len(batch)
+            bar.update(len(batch))
+
+
+def _fill_missing(
+    database: Database,
+    model: Embedder,
+    target: dict[str, str],
+    batch_size: int,
+    show_progress: bool,
+) -> int:
+    """Embed the live memories without a vector, one transaction per batch; return how many."""
+    with database.write() as conn:
+        started = vector_rows.meta_get(conn, _TARGET)
+        if started is not None:
+            raise ConflictError(
+                database.path,
+                f"an unfinished re-embed exists ({started}): finish it first by running "
+                "reembed(path, embedder) with its model (it embeds these memories too)",
+            )
+        recorded = vector_rows.read_identity(conn)
+        if recorded and recorded != target:
+            raise EmbedderMismatchError(database.path, recorded, target)
+        if not recorded:  # a store that never had a model: this one becomes its model
+            vector_rows.write_identity(conn, target)
+        total = vector_rows.missing_count(conn)
+    done, cursor = 0, 0
+    with tqdm(total=total, disable=not show_progress, unit="memory") as bar:
+        while True:
+            with database.read() as conn:
+                batch = vector_rows.missing_contents(conn, cursor, batch_size)
+            if not batch:
+                return done
+            embedded = embed_contents(model, [c for _, c in batch], [None] * len(batch))
+            with database.write() as conn:
+                # Checked again: another process may have written or forgotten one meanwhile.
+                still = dict(vector_rows.missing_contents(conn, keys=[k for k, _ in batch]))
+                for (key, content), vectors in zip(batch, embedded, strict=True):
+                    if still.get(key) == content:
+                        vector_rows.add(conn, key, vectors.spans, vectors.blobs())
+                        done += 1
+            cursor = batch[-1][0]
             bar.update(len(batch))
 
 

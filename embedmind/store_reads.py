@@ -6,6 +6,7 @@ sees a consistent snapshot while writers go on.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import logging
 from collections.abc import Callable, Iterator, Sequence
@@ -38,6 +39,7 @@ from embedmind.storage.database import Database
 from embedmind.storage.selection import Selection
 from embedmind.timestamps import resolve_now, to_micros
 from embedmind.vectors.hnsw import VectorIndex
+from embedmind.vectors.missing import MissingVectors
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ class ReadMethods:
     _lexical: LexicalIndex
     _embedder: Embedder | None
     _vectors: VectorIndex | None
+    _missing_vectors: MissingVectors | None = None  # made on the first vector recall
 
     # Provided by LifecycleMethods (declared, not defined, so the MRO finds theirs).
     _grants: Callable[[object], list[tuple[str, tuple[str, ...]]]]
@@ -193,7 +196,10 @@ class ReadMethods:
             rerank_alpha: Rerank the lexical list by vector similarity instead
                 of fusing: ``>= 2`` reorders the top ``k`` by cosine, ``[1, 2)``
                 breaks near-ties (δ = 0.05) by cosine, ``< 1`` blends
-                ``α·bm25 + (1-α)·cosine``.
+                ``α·bm25 + (1-α)·cosine``. It applies to the ``"hybrid"`` and
+                ``"text"`` modes (both rerank the lexical list); with
+                ``mode="vector"`` there is no lexical list to rerank, and it is
+                refused with :class:`~embedmind.errors.InvalidInputError`.
             ef_search: HNSW search breadth (default: scales with the index size).
             vector: The query's embedding, when you computed it already (used
                 instead of embedding ``query``; ``query`` still feeds BM25).
@@ -201,7 +207,11 @@ class ReadMethods:
             explain: Add per-phase timings to the result.
 
         Returns:
-            The hits, best first, with per-channel ranks and raw scores.
+            The hits, best first, with per-channel ranks and raw scores. When
+            the vector channel ran and memories in scope have no vector
+            (written while the store was open with ``embedder=None``), a note
+            in ``degraded`` counts them: vector search cannot find them until
+            :func:`embedmind.reembed` with ``missing=True`` fills them.
 
         Raises:
             InvalidInputError: When an argument is invalid.
@@ -236,11 +246,33 @@ class ReadMethods:
             result = recall.execute(
                 conn, self._lexical, self._vectors, query_vector, request, timer
             )
+            if query_vector is not None and wanted is not Mode.TEXT:
+                result = self._note_missing_vectors(conn, result, request.condition)
         reordered = plugin_rerank(query, result.hits)
         if reordered is not None:
             result = recall.reordered(result, reordered)
             timer.lap("rerank")
         return recall.with_timings(result, timer.phases) if explain else result
+
+    def _note_missing_vectors(
+        self, conn: Any, result: Recall, condition: tuple[str, list[Any]]
+    ) -> Recall:
+        """Add a note to ``result`` when memories in scope have no vector."""
+        if self._missing_vectors is None:
+            self._missing_vectors = MissingVectors()
+        keys = self._missing_vectors.live_keys(conn)
+        if not keys:  # the common case: one tiny statement, no scan
+            return result
+        in_scope = len(records.keys_passing(conn, keys, *condition))
+        if not in_scope:
+            return result
+        counted = "1 memory in scope has" if in_scope == 1 else f"{in_scope} memories in scope have"
+        note = (
+            f"{counted} no vector (written while the store was "
+            "open without an embedder), so vector search cannot find them: fill them with "
+            "`embedmind reembed --missing` or embedmind.reembed(path, embedder, missing=True)"
+        )
+        return dataclasses.replace(result, degraded=(*result.degraded, note))
 
     def stats(self, *, now: _dt.datetime | None = None) -> Stats:
         """Counts and sizes: live, forgotten, per agent, namespace and tier, file size."""
@@ -251,6 +283,8 @@ class ReadMethods:
             vector_count = vector_rows.count(conn)
             graph_entities, graph_relations = graph.counts(conn)
             recorded = vector_rows.read_identity(conn)
+            # A store that never had a model has no vectors to miss.
+            missing = vector_rows.missing_count(conn) if recorded else 0
         return Stats(
             live=counts["live"],
             forgotten=counts["forgotten"],
@@ -270,6 +304,7 @@ class ReadMethods:
             embedder=recorded.get("model_id"),
             file_bytes=self._db.file_bytes(),
             schema_version=self._db.schema_version,
+            missing_vectors=missing,
         )
 
 

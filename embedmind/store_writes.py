@@ -34,6 +34,7 @@ from embedmind.model import (
 from embedmind.plugins import notify_committed
 from embedmind.policies import EvictionPolicy, FragmentPolicy
 from embedmind.storage import lifecycle, records
+from embedmind.storage import vectors as vector_rows
 from embedmind.storage.database import Database
 from embedmind.storage.selection import Selection
 from embedmind.store_lifecycle import emit
@@ -75,6 +76,7 @@ class WriteMethods:
     _fragment_policy: FragmentPolicy | None
     _chunker: Any
     _eviction: EvictionPolicy | None
+    _warned_vectorless = False  # set on the instance by the first warning
 
     def remember(
         self,
@@ -203,6 +205,7 @@ class WriteMethods:
             similar = self._near_duplicates(prepared.namespace, vectors, at)
         with self._db.write() as conn:
             memory = writes.apply_batch(conn, self._lexical, [prepared], embedded)[0]
+            self._warn_if_vectorless(conn)
         return Remembered(memory, similar)
 
     def _near_duplicates(
@@ -284,6 +287,7 @@ class WriteMethods:
             for batch, embedded in self._embedded_batches(prepared, given, starts, batch_size):
                 with self._db.write() as conn:
                     written = writes.apply_batch(conn, self._lexical, batch, embedded)
+                    self._warn_if_vectorless(conn)
                     evicted = self._evict(conn, written)
                     self._maybe_save_index(conn)
                 for memory in written:
@@ -326,6 +330,27 @@ class WriteMethods:
                 if i + 1 < len(starts):
                     pending = pool.submit(embed, starts[i + 1])
                 yield prepared[start : start + size], embedded
+
+    def _warn_if_vectorless(self, conn: Any) -> None:
+        """Warn, once per open store, that a write without an embedder got no vector.
+
+        A store that has a model gives every memory a vector; one opened with
+        ``embedder=None`` cannot, and vector recall never finds what it writes.
+        The write is still right to accept (a text-only client is legitimate),
+        so this says it once rather than on every write.
+        """
+        if self._embedder is not None or self._warned_vectorless:
+            return
+        model = vector_rows.read_identity(conn).get("model_id")
+        if model is None:  # a text-only store: nothing is missing
+            return
+        self._warned_vectorless = True
+        logger.warning(
+            "%s has vectors (model %s) but is open with embedder=None: memories written now "
+            "get no vector and vector search will not find them; open it with its embedder, "
+            "or fill them later with `embedmind reembed --missing`",
+            self._db.path, model,
+        )  # fmt: skip
 
     def _evict(self, conn: Any, written: Sequence[Memory]) -> list[str]:
         """Cap-cull: the oldest memories beyond the cap, evicted in the same transaction."""

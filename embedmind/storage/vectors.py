@@ -288,3 +288,85 @@ def rows_of(conn: apsw.Connection, key: int, space: Space = MEMORY) -> list[tupl
             (key,),
         )
     ]
+
+
+# -- memories without vectors ------------------------------------------------------
+# A store with an embedder gives every memory at least one vector, so a live
+# memory without one was written while the store was open without an embedder
+# (or before it had one): vector recall cannot find it. Derived, not recorded:
+# every write path that could make one already leaves these rows as they are.
+
+_NO_VECTOR = "NOT EXISTS (SELECT 1 FROM vectors v WHERE v.key = m.key)"
+
+
+def change_marks(conn: apsw.Connection) -> tuple[int, int, int]:
+    """``(write_seq, vector log's newest seq, newest memory key)``, read in one statement.
+
+    Every change to which memories lack vectors moves one of them: a memory
+    written, forgotten, deleted or revived bumps ``write_seq`` (new rows also
+    the key), vectors added or removed extend the log.
+    """
+    row = fetch_one(
+        conn,
+        "SELECT (SELECT value FROM counters WHERE name = 'write_seq'), "
+        "coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'), 0), "
+        "coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0)",
+    )
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def log_window(conn: apsw.Connection, seq: int) -> tuple[int | None, int, bool]:
+    """``(first seq, entries, any removal)`` of the vector log after ``seq``."""
+    row = fetch_one(
+        conn, "SELECT min(seq), count(*), min(added) FROM vector_log WHERE seq > ?", (seq,)
+    )
+    return (None if row[0] is None else int(row[0])), int(row[1]), row[2] == 0
+
+
+def rows_without_vectors(conn: apsw.Connection, after: int = 0) -> list[int]:
+    """Keys above ``after`` of memory rows, live or forgotten, that have no vector."""
+    # The whole table: its narrow time index is the cheapest full scan; the rows
+    # written since a known key: a range of the table itself.
+    source = "memories m INDEXED BY memories_by_time" if after == 0 else "memories m"
+    sql = f"SELECT m.key FROM {source} WHERE m.key > ? AND {_NO_VECTOR}"
+    return [int(row[0]) for row in conn.execute(sql, (after,))]
+
+
+def vector_status(conn: apsw.Connection, keys: Sequence[int]) -> list[tuple[int, bool, bool]]:
+    """``(key, live, has a vector)`` of the memory rows among ``keys`` that still exist."""
+    sql = (
+        "SELECT m.key, m.forgotten_at IS NULL, NOT " + _NO_VECTOR + " "
+        "FROM json_each(?) AS j CROSS JOIN memories AS m WHERE m.key = j.value"
+    )
+    return [
+        (int(k), bool(live), bool(has))
+        for k, live, has in conn.execute(sql, (json.dumps([int(k) for k in keys]),))
+    ]
+
+
+def missing_count(conn: apsw.Connection) -> int:
+    """Live memories without a vector (one scan of the table)."""
+    sql = f"SELECT count(*) FROM memories m WHERE m.forgotten_at IS NULL AND {_NO_VECTOR}"
+    return int(fetch_one(conn, sql)[0])
+
+
+def missing_contents(
+    conn: apsw.Connection, after: int = 0, limit: int = -1, keys: Sequence[int] | None = None
+) -> list[tuple[int, str]]:
+    """``(key, content)`` of live memories without a vector, in key order.
+
+    Args:
+        conn: A connection inside a transaction.
+        after: Only keys above this one.
+        limit: At most this many (``-1``: all).
+        keys: Only these keys (to check again what was read earlier).
+    """
+    only = "" if keys is None else "AND m.key IN (SELECT value FROM json_each(?)) "
+    params: list[object] = [after]
+    if keys is not None:
+        params.append(json.dumps([int(k) for k in keys]))
+    sql = (
+        f"SELECT m.key, m.content FROM memories m WHERE m.key > ? {only}"
+        f"AND m.forgotten_at IS NULL AND {_NO_VECTOR} ORDER BY m.key LIMIT ?"
+    )
+    return [(int(k), str(c)) for k, c in conn.execute(sql, (*params, limit))]
