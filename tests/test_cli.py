@@ -82,7 +82,8 @@ def test_conflict_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     store = str(tmp_path / "cli.mind")
     assert run(capsys, "--store", store, "remember", "x", "--id", "a", "--namespace", "n1")[0] == 0
     code, _, err = run(capsys, "--store", store, "remember", "y", "--id", "a", "--namespace", "n2")
-    assert code == EXIT_CONFLICT and "n1" in err
+    # The other namespace is not named (issue 14: it leaked tenants' names).
+    assert code == EXIT_CONFLICT and err.startswith("error: ") and "n1" not in err
 
 
 def test_demo_runs_as_a_console_script(tmp_path: Path) -> None:
@@ -249,8 +250,10 @@ def test_each_error_exits_with_its_documented_code_in_one_line(
     def fail(*args: object, **kwargs: object) -> None:
         raise error
 
+    store = tmp_path / "s.mind"
+    embedmind.Store.open(store, embedder="hashing").close()  # stats never creates a store
     monkeypatch.setattr(embedmind.Store, "stats", fail)
-    code, _, err = run(capsys, "--store", str(tmp_path / "s.mind"), "stats")
+    code, _, err = run(capsys, "--store", str(store), "stats")
     assert code == documented[type(error).__name__]
     assert err == f"error: {error}\n"
 

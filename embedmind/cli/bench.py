@@ -24,6 +24,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from embedmind.cli.global_options import show_progress
 from embedmind.errors import InvalidInputError
 
 EXIT_SKIPPED = 5
@@ -149,7 +150,10 @@ def _add_options(sub: argparse.ArgumentParser, name: str, sized: bool, default_s
     sub.add_argument(
         "--workdir", type=Path, help="where stores and indexes go (default: a temp dir)"
     )
-    sub.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    # SUPPRESS: a global --no-progress before "bench" must survive this copy.
+    sub.add_argument(
+        "--no-progress", action="store_true", default=argparse.SUPPRESS, help="hide progress bars"
+    )
     for field, (workloads, flag, keywords) in _OWN.items():
         if name in workloads:
             default = True if keywords.get("action") == "store_false" else None
@@ -308,7 +312,7 @@ def run(store_path: str, args: argparse.Namespace, out: Output) -> int:
     if not args.json:
         where = machine.summary(machine.machine(), machine.blas())
         out(f"embedmind bench {args.workload} on {where}")
-    outcome: report.Outcome = module.run(opts, progress=bars(hidden=args.no_progress or args.json))
+    outcome: report.Outcome = module.run(opts, progress=bars(hidden=not show_progress(args)))
     config = {
         k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(opts).items()
     }

@@ -23,6 +23,7 @@ import argparse
 import dataclasses
 import datetime as _dt
 import enum
+import importlib
 import json
 import os
 import sys
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from embedmind.cli import bench, demo, doctor
+from embedmind.cli import bench, demo, doctor, global_options
 from embedmind.embedders.adapt import DEFAULT
 from embedmind.errors import (
     ConflictError,
@@ -41,13 +42,15 @@ from embedmind.errors import (
     NotFoundError,
     StorageError,
 )
-from embedmind.model import Memory
+from embedmind.model import Memory, Mode, Recall
 from embedmind.reembed import reembed
+from embedmind.storage.connection import MEMORY_PATH
+from embedmind.storage.database import normalize_path
 from embedmind.store import Store
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_CONFLICT, EXIT_STORAGE = 0, 1, 2, 3, 4
 EXIT_SKIPPED = bench.EXIT_SKIPPED
-DEFAULT_STORE = "memories.mind"
+DEFAULT_STORE = global_options.DEFAULT_STORE
 
 # The first matching row wins; rows for subclasses come before their bases.
 # An EmbedderMismatchError is a usage error: nothing is broken, the command
@@ -155,29 +158,37 @@ def _recall(store: Store, args: argparse.Namespace, out: Output) -> int:
     for note in result.degraded:
         out(f"note: {note}")
     for hit in result:
-        ranks = ", ".join(f"{name} #{c.rank} ({c.raw:.3f})" for name, c in hit.channels.items())
-        out(f"{hit.rank:>3}. {hit.score:.4f}  {_describe(hit.memory)}   <- {ranks}")
+        out(f"{hit.rank:>3}. {hit.score:.4f}  {_describe(hit.memory)}")
+        if args.explain:
+            for name, channel in hit.channels.items():
+                out(f"       {name:<8} #{channel.rank:<4} raw {channel.raw:.4f}")
     if not result:
         out("no memories matched")
+    if args.explain:
+        out(_explained(result))
     return EXIT_OK
+
+
+def _explained(result: Recall) -> str:
+    """The footer of ``recall --explain``: the mode, the channels that ran, the timings."""
+    ran = ", ".join(result.channels) or "none"
+    timings = ", ".join(f"{phase} {ms:.2f} ms" for phase, ms in (result.timings or {}).items())
+    return f"mode {Mode(result.mode).value}; channels {ran}; timings {timings or 'none'}"
 
 
 def _get(store: Store, args: argparse.Namespace, out: Output) -> int:
     memory = store.get(args.id)
     if memory is None:
-        out(f"error: memory {args.id!r} does not exist (or was forgotten)")
-        return EXIT_NOT_FOUND
+        raise NotFoundError(args.id)
     out(json.dumps(_jsonable(memory), ensure_ascii=False) if args.json else _describe(memory))
     return EXIT_OK
 
 
 def _forget(store: Store, args: argparse.Namespace, out: Output) -> int:
-    forgotten = store.forget(args.id)
-    if args.json:
-        out(json.dumps({"id": args.id, "forgotten": forgotten}))
-    else:
-        out(f"forgot {args.id}" if forgotten else f"nothing to forget: {args.id!r}")
-    return EXIT_OK if forgotten else EXIT_NOT_FOUND
+    if not store.forget(args.id):  # the engine's no-op is the CLI's "not found"
+        raise NotFoundError(args.id)
+    out(json.dumps({"id": args.id, "forgotten": True}) if args.json else f"forgot {args.id}")
+    return EXIT_OK
 
 
 def _stats(store: Store, args: argparse.Namespace, out: Output) -> int:
@@ -204,7 +215,7 @@ def _reembed(store_path: str, args: argparse.Namespace, out: Output) -> int:
             store_path,
             args.embedder,
             batch_size=args.batch_size,
-            show_progress=not args.json,
+            show_progress=global_options.show_progress(args),
             drop_vector_fragments=args.drop_vector_fragments,
         )
     except ConflictError as e:
@@ -218,7 +229,10 @@ def _reembed(store_path: str, args: argparse.Namespace, out: Output) -> int:
 
 
 def _vacuum(store: Store, args: argparse.Namespace, out: Output) -> int:
-    report = store.vacuum(progress=None if args.json else lambda step: out(f"vacuum: {step}..."))
+    def step(name: str) -> None:  # progress, like the bars: on stderr, only to a terminal
+        print(f"vacuum: {name}...", file=sys.stderr)
+
+    report = store.vacuum(progress=step if global_options.show_progress(args) else None)
     if args.json:
         out(json.dumps(_jsonable(report)))
     else:
@@ -235,7 +249,7 @@ def _export(store: Store, args: argparse.Namespace, out: Output) -> int:
         written = store.export_jsonl(
             sys.stdout if to_stdout else args.file,
             include_vectors=args.vectors,
-            show_progress=not args.json,
+            show_progress=global_options.show_progress(args),
         )
     summary = json.dumps({"exported": written}) if args.json else f"exported {written} memories"
     if to_stdout:  # the export is on stdout: the summary must not join it
@@ -249,7 +263,9 @@ def _import(store: Store, args: argparse.Namespace, out: Output) -> int:
     with _file_errors("import", "read", args.file):
         try:
             source = sys.stdin if args.file == "-" else args.file
-            read = store.import_jsonl(source, reembed=args.reembed, show_progress=not args.json)
+            read = store.import_jsonl(
+                source, reembed=args.reembed, show_progress=global_options.show_progress(args)
+            )
         except EmbedderMismatchError as e:
             # The engine does not know the file's name; the CLI does, so the
             # message can give the exact command that imports it. Without an
@@ -267,12 +283,18 @@ def _doctor(store_path: str, args: argparse.Namespace, out: Output) -> int:
 
 
 def _mcp(store_path: str, args: argparse.Namespace, out: Output) -> int:
+    # mcp_server imports the SDK lazily, so probe it here: before the store is
+    # opened, and as one line instead of a traceback from inside the server.
     try:
-        from embedmind.cli.mcp_server import serve
-    except ImportError as e:  # pragma: no cover - depends on the optional extra
+        importlib.import_module("mcp.server.mcpserver")
+    except ImportError:
         raise InvalidInputError(
-            "mcp", f"install the extra: pip install 'embedmind[mcp]' ({e})"
-        ) from e
+            "mcp",
+            'the MCP server needs the mcp package: pip install "embedmind[mcp]" '
+            '(from a clone of the repository: pip install ".[mcp]")',
+        ) from None
+    from embedmind.cli.mcp_server import serve
+
     return serve(store_path, args.namespace, args.agent, args.allow or (), args.embedder)
 
 
@@ -284,21 +306,15 @@ def _demo(store: Store, args: argparse.Namespace, out: Output) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the CLI reference docs)."""
     parser = argparse.ArgumentParser(prog="embedmind", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--store",
-        default=os.environ.get("EMBEDMIND_STORE", DEFAULT_STORE),
-        help="store file (default: $EMBEDMIND_STORE or ./memories.mind)",
-    )
-    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
-    parser.add_argument(
-        "--embedder",
-        default=DEFAULT,
-        help="a registered embedder name: the model of a new store, or reembed's target "
-        "(default: the store's recorded model; for reembed, the built-in one)",
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
+    global_options.add(parser, after_command=False)
+    shared = global_options.after_command()
+    subparsers = parser.add_subparsers(dest="command", required=True)
 
-    remember = commands.add_parser("remember", help="store one memory")
+    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """A command that accepts the global options after its name as well."""
+        return subparsers.add_parser(name, parents=[shared], **kwargs)
+
+    remember = command("remember", help="store one memory")
     remember.add_argument("text")
     remember.add_argument("--id")
     remember.add_argument("--namespace", default="default")
@@ -310,24 +326,24 @@ def build_parser() -> argparse.ArgumentParser:
     remember.add_argument("--ttl", type=float, help="time to live in seconds")
     remember.set_defaults(run=_remember)
 
-    recall = commands.add_parser("recall", help="recall memories matching a query")
+    recall = command("recall", help="recall memories matching a query")
     recall.add_argument("query")
     recall.add_argument("-k", type=int, default=8)
     recall.add_argument("--namespace", action="append", help="'a/b', 'a/b/*'; repeatable")
     recall.add_argument("--where", help='a JSON filter, e.g. \'{"topic": "drinks"}\'')
     recall.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "text"])
     recall.add_argument("--explain", action="store_true")
-    recall.set_defaults(run=_recall)
+    recall.set_defaults(run=_recall, existing=True)
 
     for name, run, help_text in (
         ("get", _get, "show one memory"),
         ("forget", _forget, "tombstone one memory"),
     ):
-        sub = commands.add_parser(name, help=help_text)
+        sub = command(name, help=help_text)
         sub.add_argument("id")
-        sub.set_defaults(run=run)
-    commands.add_parser("stats", help="counts and sizes").set_defaults(run=_stats)
-    again = commands.add_parser(
+        sub.set_defaults(run=run, existing=True)
+    command("stats", help="counts and sizes").set_defaults(run=_stats, existing=True)
+    again = command(
         "reembed",
         help="re-embed every memory and fragment with --embedder "
         "(default: the built-in model; resumable)",
@@ -338,29 +354,30 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="drop the fragments given as vectors (no text to embed) instead of refusing",
     )
-    again.set_defaults(run=_reembed, raw_path=True)
-    commands.add_parser("vacuum", help="reclaim forgotten memories' space").set_defaults(
-        run=_vacuum
+    again.set_defaults(run=_reembed, raw_path=True, existing=True)
+    command("vacuum", help="reclaim forgotten memories' space").set_defaults(
+        run=_vacuum, existing=True
     )
-    commands.add_parser("doctor", help="versions, models, plugins, adapters").set_defaults(
+    command("doctor", help="versions, models, plugins, adapters").set_defaults(
         run=_doctor, raw_path=True
     )
-    server = commands.add_parser("mcp", help="serve the store to agents over MCP (stdio)")
+    server = command("mcp", help="serve the store to agents over MCP (stdio)")
     server.add_argument("--namespace", default="default", help="the default namespace")
     server.add_argument("--agent", default="mcp", help="recorded as the writing agent")
     server.add_argument("--allow", action="append", help="namespaces it may access; repeatable")
     server.set_defaults(run=_mcp, raw_path=True)
-    export = commands.add_parser("export", help="write memories and links as JSON Lines")
+    export = command("export", help="write memories and links as JSON Lines")
     export.add_argument("file", help="the file to write, or - for standard output")
     export.add_argument("--vectors", action="store_true", help="include the vectors")
-    export.set_defaults(run=_export)
-    load = commands.add_parser("import", help="read a JSON Lines export (idempotent)")
+    export.set_defaults(run=_export, existing=True)
+    load = command("import", help="read a JSON Lines export (idempotent)")
     load.add_argument("file", help="the file to read, or - for standard input")
     load.add_argument("--reembed", action="store_true", help="accept another model's export")
     load.set_defaults(run=_import)
-    demo_parser = commands.add_parser("demo", help="remember a conversation and ask it questions")
+    demo_parser = command("demo", help="remember a conversation and ask it questions")
     demo_parser.set_defaults(run=_demo, demo_store=":memory:")
-    bench.add_parser(commands)
+    # bench has its own --json PATH and --no-progress: its globals come before it.
+    bench.add_parser(subparsers)
     return parser
 
 
@@ -376,12 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         try:
-            if getattr(args, "raw_path", False):  # works on the file, not an open store
-                code: int = args.run(store_path, args, out)
-                return code
-            with Store.open(store_path, embedder=args.embedder) as store:
-                code = args.run(store, args, out)
-                return code
+            return _dispatch(store_path, args, out)
         except EmbedderMismatchError as e:
             if e.source is not None or args.embedder == DEFAULT:
                 raise  # "default" resolved to a model whose id the message already names
@@ -391,6 +403,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EmbedmindError as e:
         print(f"error: {e}", file=sys.stderr)
         return _exit_code(e)
+
+
+def _dispatch(store_path: str, args: argparse.Namespace, out: Output) -> int:
+    """Run the command on the store file or on the opened store."""
+    if getattr(args, "existing", False) or getattr(args, "verify", False):
+        _require_store(store_path)
+    if getattr(args, "raw_path", False):  # works on the file, not an open store
+        code: int = args.run(store_path, args, out)
+        return code
+    with Store.open(store_path, embedder=args.embedder) as store:
+        code = args.run(store, args, out)
+        return code
+
+
+def _require_store(path: str) -> None:
+    """Refuse to read a store that is not there: opening would create an empty one.
+
+    Raises:
+        NotFoundError: When nothing exists at ``path`` (``:memory:`` aside).
+        InvalidInputError: When ``path`` is not a usable store path.
+    """
+    absolute = normalize_path(path)
+    if absolute == MEMORY_PATH or os.path.exists(absolute):
+        return
+    error = NotFoundError(path, what="store")
+    # NotFoundError's wording ("or was forgotten") is about memories; a store
+    # path needs the fix instead.
+    error.args = (
+        f"store {path!r} does not exist: check --store or $EMBEDMIND_STORE "
+        "(only remember, import and mcp create a store)",
+    )
+    raise error
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,82 @@
+"""The options every ``embedmind`` command takes, before or after its name.
+
+``embedmind --store a.mind mcp`` and ``embedmind mcp --store a.mind`` mean
+the same. After the command the options default to ``argparse.SUPPRESS``:
+argparse copies a subcommand's values over the main parser's, so a real
+default there would clobber a value given before the command. Given in both
+places, the one after the command wins, as a repeated option does.
+
+Whether a progress bar is drawn is decided here, once, for every command:
+bars go to standard error, and only to a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import IO
+
+from embedmind.embedders.adapt import DEFAULT
+
+DEFAULT_STORE = "memories.mind"
+
+
+def add(parser: argparse.ArgumentParser, *, after_command: bool) -> None:
+    """Add ``--store``, ``--json``, ``--embedder`` and ``--no-progress`` to ``parser``.
+
+    Args:
+        parser: The main parser, or the parent parser of every command.
+        after_command: True for the commands' copy: no defaults of its own.
+    """
+
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if after_command else value
+
+    parser.add_argument(
+        "--store",
+        default=default(os.environ.get("EMBEDMIND_STORE", DEFAULT_STORE)),
+        help="store file (default: $EMBEDMIND_STORE or ./memories.mind)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", default=default(False), help="print JSON for scripts"
+    )
+    parser.add_argument(
+        "--embedder",
+        default=default(DEFAULT),
+        help="a registered embedder name: the model of a new store, or reembed's target "
+        "(default: the store's recorded model; for reembed, the built-in one)",
+    )
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        default=default(False),
+        help="never draw progress bars (they are drawn only when stderr is a terminal)",
+    )
+
+
+def after_command() -> argparse.ArgumentParser:
+    """The parent parser that gives every command the global options."""
+    parent = argparse.ArgumentParser(add_help=False)
+    add(parent, after_command=True)
+    return parent
+
+
+def show_progress(args: argparse.Namespace, stream: IO[str] | None = None) -> bool:
+    """Whether to draw progress bars: never for ``--json`` or ``--no-progress``, nor into a pipe.
+
+    Bars are redrawn with carriage returns; in a pipe or a log file they
+    pile up as noise (``embedmind bench > log 2>&1`` filled files with them).
+
+    Args:
+        args: The parsed command line.
+        stream: Where bars are drawn (default: standard error, as tqdm does).
+
+    Returns:
+        True only when ``stream`` is a terminal and nothing asked for quiet.
+    """
+    if args.json or args.no_progress:
+        return False
+    target = sys.stderr if stream is None else stream
+    isatty = getattr(target, "isatty", None)
+    return bool(isatty is not None and isatty())
