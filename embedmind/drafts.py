@@ -213,6 +213,15 @@ def _content(content: object) -> str:
         raise InvalidInputError("content", "contains unpaired surrogate characters") from None
     if size > MAX_CONTENT_BYTES:
         raise InvalidInputError("content", f"longer than {MAX_CONTENT_BYTES} bytes as UTF-8")
+    if content.isspace() or not content:
+        # Blank content has no words and embeds to a vector near every query's, so
+        # it would come back for every recall. Every write path (remember, many,
+        # supersede, import, redact, CLI, MCP) prepares its drafts here.
+        raise InvalidInputError(
+            "content",
+            "is empty or only whitespace; pass the text to remember (to blank out a "
+            "memory, redact it to a placeholder such as '[redacted]', or forget it)",
+        )
     return content
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import embedmind
+from embedmind.cli.main import EXIT_INVALID
+from embedmind.embedders.hashing import HashingEmbedder
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)
@@ -118,3 +123,117 @@ def test_import_conflict_does_not_name_the_other_namespace(store: embedmind.Stor
         store.import_jsonl(io.StringIO(out.getvalue()))
     _assert_hidden(info.value)
     assert snapshot(store) == before
+
+
+# --- empty or whitespace-only content ----------------------------------------------------------
+
+WHITESPACE = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
+blank = st.text(alphabet=WHITESPACE, max_size=8)
+"""Every text ``str.strip`` reduces to nothing: the empty string and Unicode whitespace."""
+
+
+def _assert_blank_refused(info: pytest.ExceptionInfo[embedmind.InvalidInputError]) -> None:
+    assert info.value.field.endswith("content")
+    assert "empty or only whitespace" in str(info.value)
+
+
+@given(text=st.one_of(blank, st.text(max_size=8)))
+def test_remember_refuses_exactly_the_blank_texts(text: str) -> None:
+    """Oracle: a text is refused for blankness exactly when ``text.strip()`` is empty."""
+    with embedmind.Store.open(":memory:", embedder=None) as store:
+        if text.strip():
+            assert store.remember(text).content == text
+            return
+        with pytest.raises(embedmind.InvalidInputError) as info:
+            store.remember(text)
+        _assert_blank_refused(info)
+        assert snapshot(store) == []
+
+
+@pytest.mark.parametrize("item", ["", " \t\n", embedmind.Draft("\u3000"), {"content": "\u2028 "}])
+def test_remember_many_refuses_blank_content_and_writes_nothing(
+    store: embedmind.Store, item: Any
+) -> None:
+    store.remember("kept", id="kept")
+    before = snapshot(store)
+    with pytest.raises(embedmind.InvalidInputError) as info:
+        store.remember_many(["a fine memory", item])
+    _assert_blank_refused(info)
+    assert snapshot(store) == before
+
+
+def test_remember_detailed_and_supersede_refuse_blank_content(store: embedmind.Store) -> None:
+    store.remember("the office is on floor 3", id="old", now=T0)
+    before = snapshot(store)
+    with pytest.raises(embedmind.InvalidInputError) as info:
+        store.remember_detailed("  ")
+    _assert_blank_refused(info)
+    with pytest.raises(embedmind.InvalidInputError) as info:
+        store.remember(" ", supersedes=["old"], now=T0 + dt.timedelta(days=1))
+    _assert_blank_refused(info)
+    assert snapshot(store) == before
+
+
+def test_redact_to_blank_is_refused_with_a_placeholder_suggested(store: embedmind.Store) -> None:
+    store.remember("my password is hunter2", id="secret")
+    before = snapshot(store)
+    with pytest.raises(embedmind.InvalidInputError, match=r"\[redacted\]") as info:
+        store.redact("secret", "")
+    _assert_blank_refused(info)
+    assert snapshot(store) == before
+    assert store.redact("secret", "[redacted]").content == "[redacted]"
+
+
+def test_import_refuses_a_blank_line_content_and_writes_nothing(store: embedmind.Store) -> None:
+    with embedmind.Store.open(":memory:", embedder=None) as source:
+        source.remember("first", id="a")
+        source.remember("second", id="b")
+        out = io.StringIO()
+        source.export_jsonl(out)
+    lines = out.getvalue().splitlines()
+    damaged = json.loads(lines[2])
+    damaged["content"] = " \n "
+    lines[2] = json.dumps(damaged)
+    with pytest.raises(embedmind.InvalidInputError) as info:
+        store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+    assert info.value.field == "line 3: content"
+    _assert_blank_refused(info)
+    assert snapshot(store) == []
+
+
+EXE = str(Path(sys.executable).with_name("embedmind"))
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_cli_remember_blank_exits_with_the_invalid_input_code(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "cli.mind"
+    with embedmind.Store.open(path, embedder=HashingEmbedder()) as store:
+        store.remember("kept", id="kept")
+        before = snapshot(store)
+    done = subprocess.run(
+        [EXE, "--store", str(path), "--embedder", "hashing", "remember", text],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == EXIT_INVALID, done.stderr
+    assert "empty or only whitespace" in done.stderr and done.stdout == ""
+    with embedmind.Store.open(path, embedder=HashingEmbedder()) as store:
+        assert snapshot(store) == before
+
+
+@pytest.mark.timeout(120)
+def test_mcp_remember_blank_is_a_tool_error(tmp_path: Path) -> None:
+    pytest.importorskip("mcp", reason="the optional mcp extra is not installed")
+    from test_mcp import _call, _run  # the SDK's own stdio client, as the MCP tests drive it
+
+    path = tmp_path / "agent.mind"
+
+    async def body(session: Any) -> list[tuple[bool, Any]]:
+        return [await _call(session, "remember", content=text) for text in ("", " \n ")]
+
+    for error, text in _run(path, body):
+        assert error and "InvalidInputError" in text and "empty or only whitespace" in text
+    with embedmind.Store.open(path, embedder=HashingEmbedder()) as store:
+        assert snapshot(store) == []
