@@ -74,11 +74,17 @@ def checksum_bytes(data: bytes | bytearray | memoryview) -> str:
 def read_verified(path: str, size: int, checksum: str) -> bytes | None:
     """Read ``path`` whole and return it only if its size and checksum match.
 
-    Anything unexpected — missing, a directory, a symlink, unreadable, the wrong
-    size or content — returns ``None``: the caller rebuilds instead of trusting it.
+    Anything unexpected — missing, a directory, a FIFO, a socket, a symlink,
+    unreadable, the wrong size or content — returns ``None``: the caller
+    rebuilds instead of trusting it. What the path names is checked with
+    ``lstat`` before it is opened, and the open itself never blocks: opening a
+    FIFO for reading waits for a writer, which hung every vector recall.
     """
+    if not is_regular_file(path):
+        return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        # O_NONBLOCK: a FIFO swapped in after the lstat still cannot block the open.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
@@ -96,6 +102,14 @@ def read_verified(path: str, size: int, checksum: str) -> bytes | None:
     return data
 
 
+def is_regular_file(path: str) -> bool:
+    """Whether ``path`` itself (not a symlink's target) is a regular file, without opening it."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def write_atomically(path: str, write: Callable[[str], None]) -> tuple[int, str]:
     """Write a file through a temporary sibling, fsync it, rename it over ``path``.
 
@@ -111,13 +125,18 @@ def write_atomically(path: str, write: Callable[[str], None]) -> tuple[int, str]
         The size and checksum of what was written.
 
     Raises:
-        StorageError: When any step fails; ``path`` is then left as it was.
+        StorageError: When any step fails (``write`` raising anything included);
+            no temporary file is left, and ``path`` is left as it was unless the
+            rename itself succeeded.
     """
     directory = os.path.dirname(path) or "."
     _remove_leftovers(directory, os.path.basename(path))
-    fd, temp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    os.close(fd)
+    temp: str | None = None
     try:
+        fd, temp = tempfile.mkstemp(
+            prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory
+        )
+        os.close(fd)
         write(temp)
         _save_hook(temp)
         with open(temp, "rb") as handle:
@@ -132,10 +151,16 @@ def write_atomically(path: str, write: Callable[[str], None]) -> tuple[int, str]
         os.replace(temp, path)
         crashpoint("index-save-after-rename")
         _fsync_directory(directory)
-    except OSError as e:
-        with suppress(OSError):
-            os.unlink(temp)
-        raise StorageError(f"cannot write {path!r}: {e}") from e
+    except BaseException as e:
+        # Whatever failed (usearch reports a full disk as RuntimeError "Failed to
+        # serialize into stream", not OSError), the temporary file goes: left
+        # behind it would hold the space of a whole index on a disk already full.
+        if temp is not None:
+            with suppress(OSError):
+                os.unlink(temp)
+        if isinstance(e, Exception):
+            raise StorageError(f"cannot write {path!r}: {e}") from e
+        raise  # Ctrl-C, SystemExit: cleaned up, and still what they are
     return len(data), checksum_bytes(data)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+import time
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from embedmind.errors import StorageError
 from embedmind.storage import fileio
 from embedmind.storage import vectors as store
 
@@ -46,6 +48,9 @@ def _usearch_index() -> Any:
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 _REBUILD_PAGE = 50_000
+SAVE_RETRY_SECONDS = 30.0
+"""After a failed index save, how long saves are skipped: on a full disk every
+write past the periodic threshold would otherwise retry and reload the index."""
 EXACT_BELOW = 20_000
 """Indexes this small are searched by brute force (usearch's exact SIMD scan).
 
@@ -91,6 +96,8 @@ class VectorIndex:
         rebuild at every open until the next vector write (found by R3,
         tests/reliability/test_power_loss.py)."""
         self._lock = threading.RLock()
+        self._retry_at = 0.0
+        """Monotonic time before which a save is not attempted again (after one failed)."""
         self.rebuilt = 0
         """How many times this process rebuilt the index from SQLite (diagnostics)."""
         self._provisional: store.IndexFile | None = None
@@ -225,6 +232,10 @@ class VectorIndex:
     def save(self, conn: apsw.Connection, force: bool = False) -> bool:
         """Write the index file and register it; the caller holds a write transaction.
 
+        A file that cannot be written (a full disk, a directory in its place) is
+        logged and leaves everything as if no save had been asked for: the
+        registry and the log are untouched and no temporary file remains.
+
         Returns:
             Whether a file was written (never for an in-memory store).
         """
@@ -240,9 +251,10 @@ class VectorIndex:
                 current = entry is not None and entry.seq == self._applied
                 if current and self._from_file and not force:
                     return False
-                size, checksum = fileio.write_atomically(
-                    self.file_path, lambda temp: _save(index, temp)
-                )
+                saved = self._write_file(index)
+                if saved is None:
+                    return False
+                size, checksum = saved
                 written = store.IndexFile(self._applied, checksum, size)
                 store.record_index_file(conn, self.space.index_name, written)
                 store.trim_log(conn, self._applied, self.space)
@@ -254,6 +266,30 @@ class VectorIndex:
             self._provisional = written  # checked by the next sync (see __init__)
             self._from_file = True
             return True
+
+    def _write_file(self, index: Index) -> tuple[int, str] | None:
+        """Write the index file; ``None`` (logged) when it could not be written.
+
+        The file is a cache of what SQLite holds, so a failed save (a full disk,
+        a directory in its place) means only "not saved": the caller's
+        transaction goes on and commits, the log is not trimmed, and the next
+        process replays or rebuilds. Every caller (close, vacuum, redaction, the
+        periodic save inside writes) inherits this, so a committed mutation
+        never reports a failure of its derived index afterwards.
+        """
+        assert self.file_path is not None  # checked by save
+        if time.monotonic() < self._retry_at:
+            return None  # failed moments ago: do not pay the reload again per write
+        try:
+            return fileio.write_atomically(self.file_path, lambda temp: _save(index, temp))
+        except StorageError as e:
+            logger.warning("index not saved (rebuilt or replayed at the next open): %s", e)
+            # This index may hold the caller's uncommitted vectors, and with no
+            # registry entry written there is no way to tell later whether they
+            # committed: drop it, the next sync reloads from the committed state.
+            self._index, self._provisional = None, None
+            self._retry_at = time.monotonic() + SAVE_RETRY_SECONDS
+            return None
 
     def unsaved(self, conn: apsw.Connection) -> int:
         """How many log entries the registered file does not reflect yet."""
