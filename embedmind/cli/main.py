@@ -5,8 +5,8 @@ error ends in one line on stderr, ``error: <message>``, and an exit code:
 
 ====  ==========================================================
 0     success
-1     not found (``get`` of a missing id, ``forget`` that did nothing,
-      ``NotFoundError``)
+1     not found (``get`` or ``forget`` of a missing id, a read command's
+      missing store, ``NotFoundError``)
 2     invalid input or usage (a one-line message says which field; also a
       store opened with another embedder, and an export or import file
       that cannot be read, written or parsed)
