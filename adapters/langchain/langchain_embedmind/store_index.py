@@ -16,6 +16,7 @@ as in LangGraph), and the texts from its own ``tokenize_path`` and
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -148,12 +149,45 @@ def _check_same_model(store: Store, embeddings: Embeddings) -> None:
         )
 
 
-def as_vectors(raw: Sequence[Sequence[float]], count: int) -> list[list[float]]:
-    """Check an embedding call returned one vector per text (LangGraph raises the same)."""
-    vectors = [list(v) for v in raw]
-    if len(vectors) != count:
-        raise ValueError(f"the embeddings returned {len(vectors)} vectors for {count} texts")
-    return vectors
+def as_vectors(raw: Sequence[Sequence[float]], fields: Sequence[tuple[str, str]]) -> list[str]:
+    """Unit float32 vectors, one per field, packed as base64 (little-endian, as the engine stores).
+
+    They ride in the item's reserved metadata so a query search can score its
+    candidates exactly: the fragment index's HNSW graph keeps float16 copies,
+    whose cosines are ~1e-4 off the float64 ones LangGraph's stores report.
+
+    Raises:
+        InvalidInputError: When the embeddings did not return one finite,
+            non-zero vector per text (nothing is written).
+    """
+    try:
+        vectors = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError("index", f"the embeddings returned no vectors: {e}") from None
+    if vectors.ndim != 2 or vectors.shape[0] != len(fields):
+        raise InvalidInputError(
+            "index", f"the embeddings returned shape {vectors.shape} for {len(fields)} texts"
+        )
+    norms = np.linalg.norm(vectors, axis=1)
+    for (path, _), norm in zip(fields, norms, strict=True):
+        if not np.isfinite(norm) or norm == 0.0:
+            raise InvalidInputError("index", f"the embedding of field {path!r} has no direction")
+    unit = (vectors / norms[:, None]).astype("<f4")
+    return [base64.b64encode(row.tobytes()).decode("ascii") for row in unit]
+
+
+def best_cosine(query: Sequence[float], packed: Sequence[str]) -> float | None:
+    """The cosine of ``query`` with the best of an item's packed field vectors."""
+    if not packed:
+        return None
+    rows = np.stack([np.frombuffer(base64.b64decode(p), dtype="<f4") for p in packed])
+    q = np.asarray(query, dtype=np.float64)
+    return float((rows.astype(np.float64) @ q).max() / np.linalg.norm(q))
+
+
+def unpack(packed: str) -> list[float]:
+    """One packed vector as floats (the memory's own vector, so it is not embedded twice)."""
+    return np.frombuffer(base64.b64decode(packed), dtype="<f4").astype(float).tolist()  # type: ignore[no-any-return]
 
 
 def value_text(value: Mapping[str, Any]) -> str:

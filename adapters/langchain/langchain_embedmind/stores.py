@@ -39,7 +39,14 @@ from langgraph.store.base import (
 from embedmind import Memory, Store
 from langchain_embedmind import store_namespaces as names
 from langchain_embedmind import store_ttl
-from langchain_embedmind.store_index import Indexing, as_vectors, resolve_index, value_text
+from langchain_embedmind.store_index import (
+    Indexing,
+    as_vectors,
+    best_cosine,
+    resolve_index,
+    unpack,
+    value_text,
+)
 
 ROOT = "langgraph"
 RESERVED = "__langgraph__"
@@ -51,7 +58,7 @@ class _Embedded:
     """The vectors a batch needs, computed before it runs (sync or async alike)."""
 
     fields: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
-    documents: dict[int, list[list[float]]] = field(default_factory=dict)
+    documents: dict[int, list[str]] = field(default_factory=dict)
     queries: dict[str, list[float]] = field(default_factory=dict)
 
 
@@ -169,7 +176,7 @@ class EmbedmindStore(BaseStore):
             embeddings = self._indexing.embeddings
             for i, texts in embedded.fields.items():
                 raw = embeddings.embed_documents([t for _, t in texts])
-                embedded.documents[i] = as_vectors(raw, len(texts))
+                embedded.documents[i] = as_vectors(raw, texts)
             for query in embedded.queries:
                 embedded.queries[query] = embeddings.embed_query(query)
         return self._run(listed, embedded)
@@ -181,7 +188,7 @@ class EmbedmindStore(BaseStore):
             embeddings = self._indexing.embeddings
             for i, texts in embedded.fields.items():
                 raw = await embeddings.aembed_documents([t for _, t in texts])
-                embedded.documents[i] = as_vectors(raw, len(texts))
+                embedded.documents[i] = as_vectors(raw, texts)
             for query in embedded.queries:
                 embedded.queries[query] = await embeddings.aembed_query(query)
         return await asyncio.to_thread(self._run, listed, embedded)
@@ -259,7 +266,7 @@ class EmbedmindStore(BaseStore):
         again = {m.id: m for m in self.store.get_many([m.id for m in memories])}
         return [again.get(m.id, m) for m in memories]
 
-    def _put(self, op: PutOp, fields: list[tuple[str, str]], vectors: list[list[float]]) -> None:
+    def _put(self, op: PutOp, fields: list[tuple[str, str]], packed: list[str]) -> None:
         namespace = self._namespace(op.namespace)
         memory_id = names.item_id(namespace, op.key)
         if op.value is None:
@@ -268,7 +275,8 @@ class EmbedmindStore(BaseStore):
         if not isinstance(op.key, str) or not op.key:
             raise ValueError("a key is a non-empty str")
         indexed = [label for label, _ in fields]
-        meta = {"key": op.key, store_ttl.TTL_KEY: op.ttl, "paths": indexed}
+        meta = {"key": op.key, store_ttl.TTL_KEY: op.ttl, "paths": indexed, "vectors": packed}
+        vectors = [unpack(p) for p in packed]
         # BM25 reads the indexed texts; an unindexed item keeps its whole value
         # as text (content is never empty), and is still never ranked by a query.
         content = "\n".join(text for _, text in fields) or value_text(op.value)
@@ -316,31 +324,43 @@ class EmbedmindStore(BaseStore):
         wanted = op.offset + op.limit
         if wanted == 0:
             return []
-        k = min(wanted, MAX_K)
-        scored: list[tuple[Memory, float | None]]
-        if self._indexing is not None:
-            hits = self.store.fragments.query(
-                embedded.queries[op.query or ""],
-                k=k,
-                max_per_record=1,
-                namespace=scope,
-                where=where,
-            )
-            by_id = {m.id: m for m in self.store.get_many([h.record_id for h in hits])}
-            scored = [(by_id[h.record_id], h.score) for h in hits if h.record_id in by_id]
-        else:
-            recall = self.store.recall(
-                op.query or "", k=k, namespace=scope, where=where, mode="text"
-            )
-            scored = [
-                (h.memory, None) for h in recall if h.memory.metadata[RESERVED].get("paths", [""])
-            ]
+        scored = (
+            self._by_vectors(embedded.queries[op.query or ""], wanted, scope, where)
+            if self._indexing is not None
+            else self._by_text(op.query or "", wanted, scope, where)
+        )
         if len(scored) >= wanted:
             return scored[op.offset : wanted]
         seen = {m.id for m, _ in scored}
         rest = (m for m in self.store.iter(scope, where=where) if m.id not in seen)
         tail = [(m, None) for _, m in zip(range(wanted - len(scored)), rest, strict=False)]
         return (scored + tail)[op.offset : wanted]
+
+    def _by_vectors(
+        self, query: list[float], wanted: int, scope: str, where: dict[str, Any] | None
+    ) -> list[tuple[Memory, float | None]]:
+        # Over-fetch, then score exactly from the packed vectors: the graph's
+        # float16 cosines are ~1e-4 off and may swap near neighbours at the cut.
+        k = min(2 * wanted + 10, MAX_K)
+        hits = self.store.fragments.query(
+            query, k=k, max_per_record=1, namespace=scope, where=where
+        )
+        scored = [
+            (m, best_cosine(query, m.metadata[RESERVED].get("vectors", [])))
+            for m in self.store.get_many([h.record_id for h in hits])
+        ]
+        # Stable: equal cosines keep creation order, as InMemoryStore keeps insertion order.
+        scored.sort(key=lambda pair: -2.0 if pair[1] is None else -pair[1])
+        return scored[:wanted]
+
+    def _by_text(
+        self, query: str, wanted: int, scope: str, where: dict[str, Any] | None
+    ) -> list[tuple[Memory, float | None]]:
+        # A store without an embedder: BM25 orders the matches, which have no similarity.
+        hits = self.store.recall(
+            query, k=min(wanted, MAX_K), namespace=scope, where=where, mode="text"
+        )
+        return [(h.memory, None) for h in hits if h.memory.metadata[RESERVED].get("paths", [""])]
 
     def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = [
