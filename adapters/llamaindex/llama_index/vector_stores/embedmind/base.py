@@ -6,7 +6,10 @@ metadata (filterable), and LlamaIndex's own serialisation (``_node_content``,
 and out of user filters. A node is a fragment of its ``ref_doc_id``: its
 ``start_char_idx``/``end_char_idx`` are the locator, and
 ``max_per_record`` (through ``vector_store_kwargs``) caps hits per source
-document before the top-k cut.
+document before the top-k cut. Similarities lie in [0, 1]; see
+:mod:`.scoring` for what each query mode reports. The store's embedder must be
+the model LlamaIndex embeds with; a node or query embedding of another length
+is refused with the line to write instead.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from llama_index.core import Settings
 from llama_index.core.indices.query.embedding_utils import get_top_k_mmr_embeddings
 from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.vector_stores.types import (
@@ -24,18 +28,23 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
+from llama_index.vector_stores.embedmind import scoring
+from llama_index.vector_stores.embedmind.embedding import EmbedmindEmbedding
 from llama_index.vector_stores.embedmind.filters import to_where
+from llama_index.vector_stores.embedmind.scoring import Found
 from pydantic import PrivateAttr
 
-from embedmind import Draft, Hit, Memory, Store
-from embedmind.fusion import RRF_K
+from embedmind import Draft, Hit, InvalidInputError, Memory, Store
 
 RESERVED = "__llama_index__"
 REF = "__ref_doc_id__"
 NODE = "__node_id__"
 _HIDDEN = (RESERVED, REF, NODE)
-
-Found = list[tuple[Memory, float]]
+_FROM_SETTINGS = "llama_index Settings"
+_FIX = (
+    "open the store with the model LlamaIndex embeds with: "
+    "EmbedmindVectorStore(embedmind.Store.open(path, embedder=Settings.embed_model))"
+)
 
 
 class EmbedmindVectorStore(BasePydanticVectorStore):
@@ -45,8 +54,10 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
         store: An open store; when omitted one is opened at ``path``.
         path: Where to open a store (``":memory:"`` by default).
         namespace: The embedmind namespace nodes live in.
-        embedder: The store's embedder when it opens one (default: the
-            embedded model; nodes usually arrive embedded by LlamaIndex).
+        embedder: The store's embedder when it opens one. By default the
+            model set as ``Settings.embed_model`` (so the index and the store
+            share it), else the embedded model; any LlamaIndex embedding or
+            registered embedder name also works.
         flat_metadata: Refuse nested metadata, as LlamaIndex's flat stores do.
     """
 
@@ -61,15 +72,16 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
         *,
         path: str | None = None,
         namespace: str = "llamaindex",
-        embedder: Any = "default",
+        embedder: Any = _FROM_SETTINGS,
         flat_metadata: bool = False,
         **kwargs: Any,
     ) -> None:
         fields = {"flat_metadata": flat_metadata, "namespace": namespace, **kwargs}
         super().__init__(stores_text=True, **fields)
-        self._store = (
-            store if store is not None else Store.open(path or ":memory:", embedder=embedder)
-        )
+        if store is None:
+            chosen = _settings_model() if embedder is _FROM_SETTINGS else embedder
+            store = Store.open(path or ":memory:", embedder=chosen)
+        self._store = store
 
     @classmethod
     def class_name(cls) -> str:
@@ -86,7 +98,9 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
     def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
         """Store nodes (an existing id is replaced); return their ids in order."""
         drafts = []
-        for node in nodes:
+        for i, node in enumerate(nodes):
+            if node.embedding is not None:
+                self._check_embedding(node.embedding, f"nodes[{i}].embedding")
             serial = node_to_metadata_dict(node, remove_text=True, flat_metadata=self.flat_metadata)
             user = dict(node.metadata)
             reserved = {k: v for k, v in serial.items() if k not in user}
@@ -140,10 +154,19 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
         )
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """Answer every LlamaIndex query mode; ``max_per_record`` caps hits per document."""
+        """Answer every LlamaIndex query mode; ``max_per_record`` caps hits per document.
+
+        Raises:
+            InvalidInputError: When the query embedding's length is not the store's.
+        """
         where = self._where(query.filters, query.doc_ids, query.node_ids)
         k = query.similarity_top_k
-        run = self._runner(query, where, kwargs)
+        vector = query.query_embedding
+        if vector is not None and self._store.embedder is None:
+            vector = None  # a text-only store answers by text, as recall does
+        if vector is not None:
+            self._check_embedding(vector, "query_embedding")
+        run = self._runner(query, vector, where, kwargs)
         cap = kwargs.get("max_per_record")
         found = _capped(run, k, cap) if cap else run(k)[:k]
         nodes = [self._node(m) for m, _ in found]
@@ -151,23 +174,47 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
             nodes=nodes, similarities=[s for _, s in found], ids=[m.id for m, _ in found]
         )
 
+    def _check_embedding(self, vector: Sequence[float], field: str) -> None:
+        """Refuse vectors the store cannot hold, saying which line to write instead."""
+        own = self._store.embedder
+        if own is None:
+            raise InvalidInputError(field, f"the store was opened with embedder=None; {_FIX}")
+        if len(vector) != own.dims:
+            raise InvalidInputError(
+                field,
+                f"{len(vector)} numbers, but the store holds {own.dims}-dimensional vectors "
+                f"of {own.model_id}; {_FIX}",
+            )
+
     def _runner(
-        self, query: VectorStoreQuery, where: dict[str, Any] | None, kwargs: dict[str, Any]
+        self,
+        query: VectorStoreQuery,
+        vector: list[float] | None,
+        where: dict[str, Any] | None,
+        kwargs: dict[str, Any],
     ) -> Callable[[int], Found]:
-        mode = query.mode
-        text, vector = query.query_str or "", query.query_embedding
+        mode, text = query.mode, query.query_str or ""
         if (
             mode in (VectorStoreQueryMode.TEXT_SEARCH, VectorStoreQueryMode.SPARSE)
             or vector is None
         ):
             depth = query.sparse_top_k or query.similarity_top_k
-            return lambda k: self._recall(text, None, "text", max(k, depth), where)
+            return lambda k: self._text(text, max(k, depth), where)
         if mode == VectorStoreQueryMode.HYBRID:
-            return lambda k: self._hybrid(query, where, k)
+            return lambda k: self._hybrid(query, vector, where, k)
         if mode == VectorStoreQueryMode.MMR:
             threshold = query.mmr_threshold or kwargs.get("mmr_threshold") or 0.5
             return lambda k: self._mmr(vector, where, k, float(threshold))
-        return lambda k: self._recall(text, vector, "vector", k, where)
+        return lambda k: self._vector(text, vector, k, where)
+
+    def _text(self, text: str, k: int, where: dict[str, Any] | None) -> Found:
+        return scoring.relative(self._recall(text, None, "text", k, where))
+
+    def _vector(
+        self, text: str, vector: list[float], k: int, where: dict[str, Any] | None
+    ) -> Found:
+        found = self._recall(text, vector, "vector", k, where)
+        return [(memory, scoring.unit_cosine(score)) for memory, score in found]
 
     def _recall(
         self, text: str, vector: list[float] | None, mode: str, k: int, where: dict[str, Any] | None
@@ -182,25 +229,25 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
         )
         return [(hit.memory, float(hit.score)) for hit in hits]
 
-    def _hybrid(self, query: VectorStoreQuery, where: dict[str, Any] | None, k: int) -> Found:
+    def _hybrid(
+        self, query: VectorStoreQuery, vector: list[float], where: dict[str, Any] | None, k: int
+    ) -> Found:
         alpha = 0.5 if query.alpha is None else float(query.alpha)
-        text, vector = query.query_str or "", query.query_embedding
-        if alpha <= 0.0 or vector is None:
-            return self._recall(text, None, "text", k, where)
+        text = query.query_str or ""
+        if alpha <= 0.0:
+            return self._text(text, k, where)
         if alpha >= 1.0:
-            return self._recall(text, vector, "vector", k, where)
+            return self._vector(text, vector, k, where)
         depth = max(k, query.sparse_top_k or 0, query.hybrid_top_k or 0, 2 * k)
         lexical = self._recall(text, None, "text", depth, where)
         semantic = self._recall(text, vector, "vector", depth, where)
-        # Weighted Reciprocal Rank Fusion: alpha weights the vector list.
-        scores: dict[str, float] = {}
-        memories: dict[str, Memory] = {}
-        for weight, found in ((alpha, semantic), (1.0 - alpha, lexical)):
-            for rank, (memory, _) in enumerate(found, start=1):
-                scores[memory.id] = scores.get(memory.id, 0.0) + weight / (RRF_K + rank)
-                memories[memory.id] = memory
-        best = sorted(scores.items(), key=lambda item: -item[1])[: query.hybrid_top_k or k]
-        return [(memories[i], s) for i, s in best]
+        best = scoring.weighted_rrf(semantic, lexical, alpha, query.hybrid_top_k or k)
+        # The fused RRF value (at most 1/61) reads as nothing; report the cosine:
+        # the vector channel's own where it ranked the node, else the stored vector's.
+        engine = {memory.id: scoring.unit_cosine(score) for memory, score in semantic}
+        missing = [m for m in best if m.id not in engine]
+        engine.update({m.id: s for m, s in scoring.cosines(self._store, vector, missing)})
+        return [(memory, engine[memory.id]) for memory in best]
 
     def _mmr(
         self, vector: list[float], where: dict[str, Any] | None, k: int, threshold: float
@@ -211,11 +258,12 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
         stored = self._store.vectors([m.id for m, _ in candidates])
         ids = [m.id for m, _ in candidates if m.id in stored]
         embeddings = [stored[i].tolist() for i in ids]
-        scores, chosen = get_top_k_mmr_embeddings(
+        _, chosen = get_top_k_mmr_embeddings(
             vector, embeddings, similarity_top_k=k, embedding_ids=ids, mmr_threshold=threshold
         )
-        by_id = {m.id: m for m, _ in candidates}
-        return [(by_id[i], float(s)) for i, s in zip(chosen, scores, strict=True)]
+        # Report each node's cosine, not its MMR objective (which can be negative).
+        by_id = {m.id: (m, scoring.unit_cosine(s)) for m, s in candidates}
+        return [by_id[i] for i in chosen if i in by_id]
 
     # -- mapping -----------------------------------------------------------------
 
@@ -259,3 +307,19 @@ def _capped(run: Callable[[int], Found], k: int, cap: int) -> Found:
         if len(found) < fetch or fetch >= 10_000:
             return chosen
         fetch = min(10_000, fetch * 4)
+
+
+def _settings_model() -> Any:
+    """The model set as ``Settings.embed_model``, else the embedded one.
+
+    Reading ``Settings.embed_model`` when none was set would make LlamaIndex
+    resolve its default (a remote OpenAI model), so the field it fills is read.
+    An :class:`EmbedmindEmbedding` opens the store with its registered name, so
+    the store records the engine model's identity, as the CLI reopens it.
+    """
+    model = getattr(Settings, "_embed_model", None)
+    if model is None:
+        return "default"
+    if isinstance(model, EmbedmindEmbedding):
+        return model.embedder_name
+    return model
