@@ -7,7 +7,8 @@ default there would clobber a value given before the command. Given in both
 places, the one after the command wins, as a repeated option does.
 
 Whether a progress bar is drawn is decided here, once, for every command:
-bars go to standard error, and only to a terminal.
+bars go to standard error, and only to a terminal. Whether ``--store`` names
+an existing store, for the commands that only read one, is checked here too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import sys
 from typing import IO
 
 from embedmind.embedders.adapt import DEFAULT
+from embedmind.errors import NotFoundError
+from embedmind.storage.connection import MEMORY_PATH
+from embedmind.storage.database import normalize_path
 
 DEFAULT_STORE = "memories.mind"
 
@@ -80,3 +84,23 @@ def show_progress(args: argparse.Namespace, stream: IO[str] | None = None) -> bo
     target = sys.stderr if stream is None else stream
     isatty = getattr(target, "isatty", None)
     return bool(isatty is not None and isatty())
+
+
+def require_store(path: str) -> None:
+    """Refuse to read a store that is not there: opening would create an empty one.
+
+    Raises:
+        NotFoundError: When nothing exists at ``path`` (``:memory:`` aside).
+        InvalidInputError: When ``path`` is not a usable store path.
+    """
+    absolute = normalize_path(path)
+    if absolute == MEMORY_PATH or os.path.exists(absolute):
+        return
+    error = NotFoundError(path, what="store")
+    # NotFoundError's wording ("or was forgotten") is about memories; a store
+    # path needs the fix instead.
+    error.args = (
+        f"store {path!r} does not exist: check --store or $EMBEDMIND_STORE "
+        "(only remember, import and mcp create a store)",
+    )
+    raise error

@@ -20,18 +20,16 @@ error ends in one line on stderr, ``error: <message>``, and an exit code:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as _dt
-import enum
 import importlib
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from embedmind.cli import bench, demo, doctor, global_options
+from embedmind.cli.render import describe, jsonable, recall_lines
 from embedmind.embedders.adapt import DEFAULT
 from embedmind.errors import (
     ConflictError,
@@ -42,10 +40,7 @@ from embedmind.errors import (
     NotFoundError,
     StorageError,
 )
-from embedmind.model import Memory, Mode, Recall
 from embedmind.reembed import reembed
-from embedmind.storage.connection import MEMORY_PATH
-from embedmind.storage.database import normalize_path
 from embedmind.store import Store
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_CONFLICT, EXIT_STORAGE = 0, 1, 2, 3, 4
@@ -69,20 +64,6 @@ _EXIT_CODES: tuple[tuple[type[EmbedmindError], int], ...] = (
 def _exit_code(error: EmbedmindError) -> int:
     """The documented exit code of an embedmind error (see docs/reference/errors.md)."""
     return next(code for kind, code in _EXIT_CODES if isinstance(error, kind))
-
-
-def _jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, _dt.datetime):
-        return value.isoformat()
-    if isinstance(value, enum.Enum):
-        return value.value
-    return value
 
 
 def _json_arg(text: str | None, field: str) -> Any:
@@ -114,11 +95,6 @@ def _file_errors(command: str, verb: str, path: str) -> Iterator[None]:
         raise InvalidInputError(command, f"{path!r} is not an embedmind export: {e}") from e
 
 
-def _describe(memory: Memory) -> str:
-    extra = f"  {json.dumps(memory.metadata, ensure_ascii=False)}" if memory.metadata else ""
-    return f"{memory.id}  [{memory.namespace}]  {memory.content}{extra}"
-
-
 Output = Callable[[str], None]
 
 
@@ -136,9 +112,7 @@ def _remember(store: Store, args: argparse.Namespace, out: Output) -> int:
         ttl=ttl,
     )
     out(
-        json.dumps(_jsonable(memory), ensure_ascii=False)
-        if args.json
-        else f"remembered {memory.id}"
+        json.dumps(jsonable(memory), ensure_ascii=False) if args.json else f"remembered {memory.id}"
     )
     return EXIT_OK
 
@@ -153,34 +127,18 @@ def _recall(store: Store, args: argparse.Namespace, out: Output) -> int:
         explain=args.explain,
     )
     if args.json:
-        out(json.dumps(_jsonable(result), ensure_ascii=False))
+        out(json.dumps(jsonable(result), ensure_ascii=False))
         return EXIT_OK
-    for note in result.degraded:
-        out(f"note: {note}")
-    for hit in result:
-        out(f"{hit.rank:>3}. {hit.score:.4f}  {_describe(hit.memory)}")
-        if args.explain:
-            for name, channel in hit.channels.items():
-                out(f"       {name:<8} #{channel.rank:<4} raw {channel.raw:.4f}")
-    if not result:
-        out("no memories matched")
-    if args.explain:
-        out(_explained(result))
+    for line in recall_lines(result, explain=args.explain):
+        out(line)
     return EXIT_OK
-
-
-def _explained(result: Recall) -> str:
-    """The footer of ``recall --explain``: the mode, the channels that ran, the timings."""
-    ran = ", ".join(result.channels) or "none"
-    timings = ", ".join(f"{phase} {ms:.2f} ms" for phase, ms in (result.timings or {}).items())
-    return f"mode {Mode(result.mode).value}; channels {ran}; timings {timings or 'none'}"
 
 
 def _get(store: Store, args: argparse.Namespace, out: Output) -> int:
     memory = store.get(args.id)
     if memory is None:
         raise NotFoundError(args.id)
-    out(json.dumps(_jsonable(memory), ensure_ascii=False) if args.json else _describe(memory))
+    out(json.dumps(jsonable(memory), ensure_ascii=False) if args.json else describe(memory))
     return EXIT_OK
 
 
@@ -194,7 +152,7 @@ def _forget(store: Store, args: argparse.Namespace, out: Output) -> int:
 def _stats(store: Store, args: argparse.Namespace, out: Output) -> int:
     stats = store.stats()
     if args.json:
-        out(json.dumps(_jsonable(stats), ensure_ascii=False))
+        out(json.dumps(jsonable(stats), ensure_ascii=False))
         return EXIT_OK
     out(f"store       {store.path} (schema {stats.schema_version}, {stats.file_bytes:,} bytes)")
     out(f"memories    {stats.live} live, {stats.forgotten} forgotten, {stats.expired} expired")
@@ -234,7 +192,7 @@ def _vacuum(store: Store, args: argparse.Namespace, out: Output) -> int:
 
     report = store.vacuum(progress=step if global_options.show_progress(args) else None)
     if args.json:
-        out(json.dumps(_jsonable(report)))
+        out(json.dumps(jsonable(report)))
     else:
         out(
             f"reclaimed {report.removed} forgotten memories: "
@@ -408,33 +366,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(store_path: str, args: argparse.Namespace, out: Output) -> int:
     """Run the command on the store file or on the opened store."""
     if getattr(args, "existing", False) or getattr(args, "verify", False):
-        _require_store(store_path)
+        global_options.require_store(store_path)
     if getattr(args, "raw_path", False):  # works on the file, not an open store
         code: int = args.run(store_path, args, out)
         return code
     with Store.open(store_path, embedder=args.embedder) as store:
         code = args.run(store, args, out)
         return code
-
-
-def _require_store(path: str) -> None:
-    """Refuse to read a store that is not there: opening would create an empty one.
-
-    Raises:
-        NotFoundError: When nothing exists at ``path`` (``:memory:`` aside).
-        InvalidInputError: When ``path`` is not a usable store path.
-    """
-    absolute = normalize_path(path)
-    if absolute == MEMORY_PATH or os.path.exists(absolute):
-        return
-    error = NotFoundError(path, what="store")
-    # NotFoundError's wording ("or was forgotten") is about memories; a store
-    # path needs the fix instead.
-    error.args = (
-        f"store {path!r} does not exist: check --store or $EMBEDMIND_STORE "
-        "(only remember, import and mcp create a store)",
-    )
-    raise error
 
 
 if __name__ == "__main__":  # pragma: no cover
