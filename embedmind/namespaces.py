@@ -55,7 +55,7 @@ def normalize_namespace(value: object, field: str = "namespace") -> str:
     return text
 
 
-def scope_items(scope: object) -> list[object]:
+def scope_items(scope: object, field: str = "namespace") -> list[object]:
     """The namespaces (or subtree patterns) a non-``None`` scope lists.
 
     Raises:
@@ -67,8 +67,37 @@ def scope_items(scope: object) -> list[object]:
     if isinstance(scope, Sequence | AbstractSet) and not isinstance(scope, bytes | bytearray):
         return list(scope)
     raise InvalidInputError(
-        "namespace", f"expected a str, a list of str or None, got {type(scope).__name__}"
+        field, f"expected a str, a list of str or None, got {type(scope).__name__}"
     )
+
+
+def normalize_scope(scope: object, field: str = "namespace") -> tuple[str, ...] | None:
+    """Validate a scope and return its items in NFC, subtree patterns kept as ``root/*``.
+
+    Args:
+        scope: ``"a/b"``, ``"a/b/*"``, a sequence of those, or ``None`` for all.
+        field: The argument name, for the error message.
+
+    Returns:
+        The normalised items, or ``None`` for all namespaces.
+
+    Raises:
+        InvalidInputError: When the scope is an empty list or a namespace in it
+            is invalid.
+    """
+    if scope is None:
+        return None
+    items = scope_items(scope, field)
+    if not items:
+        raise InvalidInputError(field, "an empty list matches nothing; pass None for all")
+    normal = []
+    for item in items:
+        if isinstance(item, str) and item.endswith(SUBTREE_SUFFIX):
+            root = normalize_namespace(item[: -len(SUBTREE_SUFFIX)], field)
+            normal.append(root + SUBTREE_SUFFIX)
+        else:
+            normal.append(normalize_namespace(item, field))
+    return tuple(normal)
 
 
 def compile_scope(scope: str | Sequence[str] | None, column: str) -> tuple[str, list[str]]:
@@ -84,26 +113,29 @@ def compile_scope(scope: str | Sequence[str] | None, column: str) -> tuple[str, 
     Raises:
         InvalidInputError: When a namespace in the scope is invalid.
     """
-    if scope is None:
+    items = normalize_scope(scope)
+    if items is None:
         return "1", []
-    items = scope_items(scope)
-    if not items:
-        raise InvalidInputError("namespace", "an empty list matches nothing; pass None for all")
     clauses: list[str] = []
     params: list[str] = []
     for item in items:
-        if isinstance(item, str) and item.endswith(SUBTREE_SUFFIX):
-            root = normalize_namespace(item[: -len(SUBTREE_SUFFIX)])
+        if item.endswith(SUBTREE_SUFFIX):
+            root = item[: -len(SUBTREE_SUFFIX)]
             clauses.append(f"({column} = ? OR ({column} >= ? AND {column} < ?))")
             params += [root, root + "/", root + "0"]
         else:
             clauses.append(f"{column} = ?")
-            params.append(normalize_namespace(item))
+            params.append(item)
     return "(" + " OR ".join(clauses) + ")", params
 
 
 def in_scope(namespace: str, scope: str | Sequence[str] | None) -> bool:
-    """Tell whether ``namespace`` lies in ``scope`` (the Python twin of :func:`compile_scope`)."""
+    """Tell whether ``namespace`` lies in ``scope`` (the Python twin of :func:`compile_scope`).
+
+    Both are compared as given: pass them through :func:`normalize_namespace`
+    and :func:`normalize_scope` first (an NFD spelling matches no stored
+    namespace, which are NFC).
+    """
     if scope is None:
         return True
     items = [scope] if isinstance(scope, str) else list(scope)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from embedmind.chunking import BUILT_IN, Chunker
 from embedmind.errors import InvalidInputError
 from embedmind.model import Memory, Tier
-from embedmind.namespaces import in_scope
+from embedmind.namespaces import in_scope, normalize_scope
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,9 @@ class FragmentPolicy:
     overlap: int = 0
     namespaces: str | Sequence[str] | None = None
     tiers: Sequence[Tier | str] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        _normalize_scope(self)
 
     def resolve(self) -> Chunker:
         """The chunker function.
@@ -85,10 +88,25 @@ class EvictionPolicy:
             or self.max_records < 1
         ):
             raise InvalidInputError("max_records", "expected a positive int")
+        _normalize_scope(self)
 
     def applies(self, memory: Memory) -> bool:
         """Whether ``memory`` is in this policy's scope."""
         return _applies(memory, self.namespaces, self.tiers)
+
+
+def _normalize_scope(policy: FragmentPolicy | EvictionPolicy) -> None:
+    """Store the policy's namespaces in NFC, as the engine stores every namespace.
+
+    An NFD spelling (``e`` and a combining acute for ``é``) would otherwise match no
+    memory and the policy would silently never apply.
+
+    Raises:
+        InvalidInputError: When a namespace of the scope is invalid or the list is empty.
+    """
+    scope = normalize_scope(policy.namespaces, "namespaces")
+    normal = scope[0] if scope is not None and isinstance(policy.namespaces, str) else scope
+    object.__setattr__(policy, "namespaces", normal)  # frozen: set once, at construction
 
 
 def _applies(

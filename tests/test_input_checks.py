@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 import embedmind
 from embedmind.cli.main import EXIT_INVALID
 from embedmind.embedders.hashing import HashingEmbedder
+from embedmind.policies import EvictionPolicy, FragmentPolicy
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)
@@ -237,3 +239,52 @@ def test_mcp_remember_blank_is_a_tool_error(tmp_path: Path) -> None:
         assert error and "InvalidInputError" in text and "empty or only whitespace" in text
     with embedmind.Store.open(path, embedder=HashingEmbedder()) as store:
         assert snapshot(store) == []
+
+
+# --- policies scoped by a namespace spelled in another normal form -----------------------------
+
+ROOT = "caf\u00e9/\u00c5ngstr\u00f6m"
+"""A namespace with composable letters; ``\u212b`` (ANGSTROM SIGN) is one more spelling of Å."""
+SPELLINGS = {
+    "nfc": ROOT,
+    "nfd": unicodedata.normalize("NFD", ROOT),
+    "angstrom_sign": ROOT.replace("\u00c5", "\u212b"),
+}
+
+
+@pytest.mark.parametrize("pattern", ["{}", "{}/*"], ids=["exact", "subtree"])
+@pytest.mark.parametrize("written", SPELLINGS.values(), ids=SPELLINGS.keys())
+@pytest.mark.parametrize("given", SPELLINGS.values(), ids=SPELLINGS.keys())
+def test_fragment_policy_applies_whatever_the_namespace_spelling(
+    given: str, written: str, pattern: str
+) -> None:
+    policy = FragmentPolicy(chunker="words", window=1, namespaces=[pattern.format(given)])
+    assert policy.namespaces == (pattern.format(ROOT),)
+    with embedmind.Store.open(":memory:", embedder=HashingEmbedder(), fragment_policy=policy) as s:
+        s.remember("cat dog", id="in", namespace=written)
+        s.remember("cat dog", id="out", namespace="elsewhere")
+        assert s.fragments.record_count == 1
+        assert {h.record_id for h in s.fragments.query("cat", k=5)} == {"in"}
+
+
+@pytest.mark.parametrize("given", SPELLINGS.values(), ids=SPELLINGS.keys())
+def test_eviction_policy_applies_whatever_the_namespace_spelling(given: str) -> None:
+    policy = EvictionPolicy(max_records=1, namespaces=given)
+    assert policy.namespaces == ROOT
+    with embedmind.Store.open(":memory:", embedder=None, eviction=policy) as store:
+        store.remember("first", id="first", namespace=ROOT, now=T0)
+        store.remember("second", id="second", namespace=ROOT, now=T0 + dt.timedelta(seconds=1))
+        assert [m.id for m in store.iter()] == ["second"]
+
+
+@pytest.mark.parametrize("namespaces", [[], "", "a//b", ["ok", "a/../b"], 5, ["x\x00"]])
+def test_policy_with_an_invalid_namespace_scope_is_refused_at_construction(
+    namespaces: Any,
+) -> None:
+    for make in (
+        lambda: FragmentPolicy(namespaces=namespaces),
+        lambda: EvictionPolicy(max_records=1, namespaces=namespaces),
+    ):
+        with pytest.raises(embedmind.InvalidInputError) as info:
+            make()
+        assert info.value.field == "namespaces"
