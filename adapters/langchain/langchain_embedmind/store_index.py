@@ -37,20 +37,34 @@ PROBE = "embedmind probe: does this model match the store's?"
 TOLERANCE = 1e-5  # float32 round-off of two unit vectors of the same model
 
 
-class StoreEmbeddings(Embeddings):
-    """The store's own embedder as LangChain ``Embeddings`` (the default ``embed``)."""
+class ModelEmbeddings(Embeddings):
+    """An object with ``embed_documents``/``embed_query`` (arrays) as LangChain ``Embeddings``.
 
-    def __init__(self, store: Store) -> None:
-        """Wrap ``store.embedder`` (the store must have one)."""
-        self._embedder: Any = store.embedder
+    embedmind's own embedders (and the store's) are not ``Embeddings``; LangGraph's
+    ``ensure_embeddings`` would take them for a plain callable.
+    """
+
+    def __init__(self, model: Any, *, is_store_model: bool = False) -> None:
+        """Wrap ``model``."""
+        self.model = model
+        self.is_store_model = is_store_model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed documents with the store's model."""
-        return [list(map(float, row)) for row in self._embedder.embed_documents(texts)]
+        """Embed documents with the wrapped model."""
+        return [list(map(float, row)) for row in self.model.embed_documents(texts)]
 
     def embed_query(self, text: str) -> list[float]:
-        """Embed a query with the store's model."""
-        return list(map(float, self._embedder.embed_query(text)))
+        """Embed a query with the wrapped model."""
+        return list(map(float, self.model.embed_query(text)))
+
+
+def as_embeddings(embed: Any) -> Embeddings:
+    """LangGraph's ``embed`` (or an embedmind embedder) as LangChain ``Embeddings``."""
+    if not isinstance(embed, Embeddings) and all(
+        callable(getattr(embed, name, None)) for name in ("embed_documents", "embed_query")
+    ):
+        return ModelEmbeddings(embed)
+    return ensure_embeddings(embed)
 
 
 @dataclass(frozen=True)
@@ -61,26 +75,35 @@ class Indexing:
     dims: int
     config: dict[str, Any]
 
-    def fields(self, op: PutOp) -> list[tuple[str, str]]:
-        """The ``(path label, text)`` pairs ``op`` indexes (``[]`` for ``index=False``).
+    @property
+    def fields_default(self) -> list[tuple[str, Any]]:
+        """The configured ``fields``, tokenized: what a put without ``index=`` indexes."""
+        return list(self.config["__tokenized_fields"])
 
-        Labels follow ``InMemoryStore``: the path, or ``path.i`` for the ``i``-th
-        of several texts at one path. Blank texts are skipped: they carry nothing
-        to match and some models return a zero vector, which has no direction.
-        """
-        if op.index is False or op.value is None:
-            return []
-        paths: Sequence[tuple[str, Any]] = (
-            self.config["__tokenized_fields"]
-            if op.index is None
-            else [(p, p if p == "$" else tokenize_path(p)) for p in op.index]
-        )
-        found: list[tuple[str, str]] = []
-        for path, tokens in paths:
-            texts = get_text_at_path(op.value, tokens)
-            labels = [path] if len(texts) == 1 else [f"{path}.{i}" for i in range(len(texts))]
-            found += [(label, text) for label, text in zip(labels, texts, strict=True)]
-        return [(label, text) for label, text in found if text.strip()]
+
+WHOLE_VALUE: list[tuple[str, Any]] = [("$", "$")]
+
+
+def field_texts(op: PutOp, default: Sequence[tuple[str, Any]]) -> list[tuple[str, str]]:
+    """The ``(path label, text)`` pairs ``op`` indexes (``[]`` for ``index=False``).
+
+    Labels follow ``InMemoryStore``: the path, or ``path.i`` for the ``i``-th
+    of several texts at one path. Blank texts are skipped: they carry nothing
+    to match and some models return a zero vector, which has no direction.
+    """
+    if op.index is False or op.value is None:
+        return []
+    paths: Sequence[tuple[str, Any]] = (
+        default
+        if op.index is None
+        else [(p, p if p == "$" else tokenize_path(p)) for p in op.index]
+    )
+    found: list[tuple[str, str]] = []
+    for path, tokens in paths:
+        texts = get_text_at_path(op.value, tokens)
+        labels = [path] if len(texts) == 1 else [f"{path}.{i}" for i in range(len(texts))]
+        found += [(label, text) for label, text in zip(labels, texts, strict=True)]
+    return [(label, text) for label, text in found if text.strip()]
 
 
 def resolve_index(store: Store, index: IndexConfig | None) -> Indexing | None:
@@ -95,7 +118,7 @@ def resolve_index(store: Store, index: IndexConfig | None) -> Indexing | None:
     if index is None:
         if embedder is None:
             return None  # a text-only store: query searches rank by BM25
-        index = {"dims": embedder.dims, "embed": StoreEmbeddings(store), "fields": ["$"]}
+        index = {"dims": embedder.dims, "fields": ["$"]}
     config: dict[str, Any] = dict(index)
     if embedder is None:
         raise InvalidInputError(
@@ -112,7 +135,10 @@ def resolve_index(store: Store, index: IndexConfig | None) -> Indexing | None:
             f"{embedder.dims}-dimensional vectors: write dims={embedder.dims}, or open "
             "the store with your model: Store.open(path, embedder=index['embed'])",
         )
-    embeddings = ensure_embeddings(config.get("embed") or StoreEmbeddings(store))
+    embed = config.get("embed")
+    embeddings = (
+        ModelEmbeddings(embedder, is_store_model=True) if embed is None else as_embeddings(embed)
+    )
     _check_same_model(store, embeddings)
     config["embed"] = embeddings
     config["dims"] = dims
@@ -124,7 +150,7 @@ def resolve_index(store: Store, index: IndexConfig | None) -> Indexing | None:
 
 def _check_same_model(store: Store, embeddings: Embeddings) -> None:
     """Refuse an ``embed`` that is not the store's model (one probe text, both ways)."""
-    if isinstance(embeddings, StoreEmbeddings):
+    if isinstance(embeddings, ModelEmbeddings) and embeddings.is_store_model:
         return
     try:
         given = np.asarray(embeddings.embed_query(PROBE), dtype=np.float64)

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from langgraph.store.base import TTLConfig
 
-from embedmind import EmbedmindError, Memory, Store
+from embedmind import EmbedmindError, Memory, Store, StoreClosedError
 
 logger = logging.getLogger(__name__)
 DEFAULT_SWEEP_MINUTES = 5  # LangGraph's stores sweep every 5 minutes unless told
@@ -124,7 +124,9 @@ class Sweeper:
             while not self._stop.wait(interval):
                 try:
                     swept = self.sweep()
-                except EmbedmindError as e:  # busy or closing: try again next round
+                except StoreClosedError:
+                    return  # the store closed under the sweeper: nothing left to sweep
+                except EmbedmindError as e:  # busy: try again next round
                     logger.warning("TTL sweep of %s failed: %s", self._store.path, e)
                     continue
                 if swept:

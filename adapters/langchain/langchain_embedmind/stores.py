@@ -32,7 +32,6 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
-    ensure_embeddings,
     validate_op_namespace,
 )
 
@@ -40,9 +39,12 @@ from embedmind import Memory, Store
 from langchain_embedmind import store_namespaces as names
 from langchain_embedmind import store_ttl
 from langchain_embedmind.store_index import (
+    WHOLE_VALUE,
     Indexing,
+    as_embeddings,
     as_vectors,
     best_cosine,
+    field_texts,
     resolve_index,
     unpack,
     value_text,
@@ -125,7 +127,7 @@ class EmbedmindStore(BaseStore):
         the model. Close it with :meth:`close` (or use it as a context manager).
         """
         embed = None if index is None else index.get("embed")
-        embedder: Any = "default" if embed is None else ensure_embeddings(embed)
+        embedder: Any = "default" if embed is None else as_embeddings(embed)
         store = Store.open(path, embedder=embedder)
         try:
             return cls(store, index=index, ttl=ttl, root=root)
@@ -203,10 +205,11 @@ class EmbedmindStore(BaseStore):
             validate_op_namespace(op)
             if isinstance(op, PutOp):
                 self._namespace(op.namespace)
-                if op.value is not None and self._indexing is not None:
-                    texts = self._indexing.fields(op)
-                    if texts:
-                        embedded.fields[i] = texts
+                # Without an index the texts still feed BM25 (a text-only store).
+                default = WHOLE_VALUE if self._indexing is None else self._indexing.fields_default
+                texts = field_texts(op, default)
+                if texts:
+                    embedded.fields[i] = texts
             elif isinstance(op, SearchOp) and op.query and self._indexing is not None:
                 embedded.queries[op.query] = []
         return listed, embedded
