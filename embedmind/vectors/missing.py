@@ -2,7 +2,7 @@
 
 A memory written while a store with vectors was open with ``embedder=None``
 gets no vector, and vector recall never finds it. Finding such memories takes
-a scan of every row (about 2 ms per 10,000), too slow for each recall, so the
+a scan of every row (about 1.5 ms per 10,000), too slow for each recall, so the
 answer is cached per store and checked against :func:`change_marks` (one tiny
 statement) on each call. When the marks moved, only what can have changed is
 looked at again where that is exact: rows written since (their keys are
