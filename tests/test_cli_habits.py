@@ -205,3 +205,16 @@ def test_mcp_without_the_mcp_package_is_one_line_and_exit_2(tmp_path: Path) -> N
     line = error_line(done.stderr)
     assert 'pip install "embedmind[mcp]"' in line and 'pip install ".[mcp]"' in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_reembed_missing_fills_memories_written_without_a_vector(store: Path) -> None:
+    with embedmind.Store.open(store, embedder=None) as s:  # no model: no vectors
+        s.remember("Carol collects vintage fountain pens", id="pens")
+        assert s.stats().missing_vectors == 1
+    done = cli("--store", str(store), "reembed", "--missing", "--json", cwd=store.parent)
+    assert done.returncode == EXIT_OK and json.loads(done.stdout) == {"reembedded": 1}, done.stderr
+    with embedmind.Store.open(store) as s:  # the recorded hashing model, kept
+        assert s.stats().missing_vectors == 0
+        assert s.recall("fountain pens", mode="vector", k=1).ids == ["pens"]
+    again = cli("--store", str(store), "reembed", "--missing", cwd=store.parent)
+    assert again.returncode == EXIT_OK and again.stdout == "re-embedded 0 memories\n"

@@ -168,13 +168,20 @@ def _stats(store: Store, args: argparse.Namespace, out: Output) -> int:
 def _reembed(store_path: str, args: argparse.Namespace, out: Output) -> int:
     # The global --embedder names the target model ("default": the built-in
     # MiniLM); reembed resolves the name through the plugin registry.
+    model: object = args.embedder
+    if args.missing and model == DEFAULT:
+        # Filling gaps keeps the store's own model: "default" means the
+        # recorded one here, as it does for every command but a full reembed.
+        with Store.open(store_path) as store:
+            model = store.embedder
     try:
         done = reembed(
             store_path,
-            args.embedder,
+            model,
             batch_size=args.batch_size,
             show_progress=global_options.show_progress(args),
             drop_vector_fragments=args.drop_vector_fragments,
+            missing=args.missing,
         )
     except ConflictError as e:
         # Fragments given as vectors: name the option, not the Python argument.
@@ -311,6 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--drop-vector-fragments",
         action="store_true",
         help="drop the fragments given as vectors (no text to embed) instead of refusing",
+    )
+    again.add_argument(
+        "--missing",
+        action="store_true",
+        help="only embed the memories written without a vector (a store opened with no "
+        "embedder), with the store's own model",
     )
     again.set_defaults(run=_reembed, raw_path=True, existing=True)
     command("vacuum", help="reclaim forgotten memories' space").set_defaults(
