@@ -2,9 +2,11 @@
 
 Both channels see the same compiled :class:`Selection`, so a memory is a
 candidate in one exactly when it may be in the other. Hybrid recall fuses the
-channels with RRF (k = 60, a union); ``recency`` adds the candidates ordered
-by ``created_at`` as a third list, which can only break ties among memories
-the content channels found; ``rerank_alpha`` reranks the lexical list by
+channels' first :data:`FUSION_DEPTH` candidates with RRF (constant
+:data:`FUSION_RRF_K`, a union) whatever ``k`` is, so ``recall(q, k=j)`` is
+always the beginning of ``recall(q, k=n)``; ``recency`` adds the candidates
+ordered by ``created_at`` as a third list, which can only reorder memories
+the content channels found; ``rerank_alpha`` reranks the same lexical pool by
 vector similarity in one of the episodic seed's three modes. A missing
 channel (no embedder, no vectors) degrades to the other and says so.
 """
@@ -22,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from embedmind.errors import InvalidInputError
-from embedmind.fusion import rrf, tied_ranks
+from embedmind.fusion import fusion_depths, prefix_stable, rrf, tied_ranks
 from embedmind.lexical.channel import text_channel
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import ChannelScore, Hit, Memory, Mode, Recall
@@ -32,10 +34,16 @@ from embedmind.vectors import search
 from embedmind.vectors.hnsw import VectorIndex
 
 TEXT, VECTOR, RECENCY = "text", "vector", "recency"
-HYBRID_DEPTH = 2
-"""Each channel contributes ``HYBRID_DEPTH * k`` candidates to the fusion."""
-RERANK_POOL = 4
-"""The lexical pool reranked by vector similarity, as a multiple of ``k``."""
+FUSION_DEPTH = 40
+"""Candidates each channel contributes to fusion (and the rerank pool), whatever ``k``.
+
+Chosen with :data:`FUSION_RRF_K` on the LoCoMo development split
+(``python -m embedmind.benchmarks.locomo_tuning``, ``docs/benchmarks.md``).
+A depth tied to ``k`` made the first hit depend on ``k``; past ``k = 40`` the
+depth doubles in tiers (:func:`embedmind.fusion.prefix_stable`).
+"""
+FUSION_RRF_K = 1
+"""The RRF constant recall fuses with (Cormack et al.'s 60 flattened the ranks too much here)."""
 
 
 @dataclass(frozen=True)
@@ -50,16 +58,21 @@ class Request:
     rerank_alpha: float | None = None
     ef_search: int | None = None
     expand_related: bool = False
+    rrf_k: int = FUSION_RRF_K
 
     def __post_init__(self) -> None:
-        """Refuse a ``rerank_alpha`` that cannot rerank anything.
+        """Refuse an RRF constant or a ``rerank_alpha`` that cannot rank anything.
 
         Raises:
+            InvalidInputError: When ``rrf_k`` is not an int within 0-10,000.
             InvalidInputError: When ``rerank_alpha`` is not finite (an infinite
                 blend weight makes every score NaN) or is given with
                 ``mode="vector"`` (it reranks the lexical list, which vector
                 mode does not compute).
         """
+        rrf_k = self.rrf_k
+        if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or not 0 <= rrf_k <= 10_000:
+            raise InvalidInputError("rrf_k", f"expected an int within 0-10,000, got {rrf_k!r}")
         alpha = self.rerank_alpha
         if alpha is None:
             return
@@ -110,11 +123,9 @@ def execute(
     degraded: list[str] = []
     if wants_vector and not can_vector:
         degraded.append("vector channel unavailable: the store has no embedder; used text only")
+    depths = fusion_depths(k, FUSION_DEPTH)
+    depth = depths[-1]
     ranked: list[Ranked] = []
-    hybrid = mode is Mode.HYBRID and can_vector
-    depth = k * (HYBRID_DEPTH if hybrid else 1)
-    if request.rerank_alpha is not None:
-        depth = k * RERANK_POOL
     if mode is not Mode.VECTOR or not can_vector:
         ranked.append(
             Ranked(TEXT, text_channel(conn, lexical, request.query, request.condition, depth))
@@ -138,10 +149,11 @@ def execute(
         cosines = search.cosines_of(
             conn, vectors.dims, query_vector, [key for key, _ in lexical_list]
         )
-        fused = rerank(lexical_list, cosines, request.rerank_alpha, k)
+        alpha = request.rerank_alpha
+        fused = prefix_stable(lambda d: rerank(lexical_list[:d], cosines, alpha, d), depths, k)
         ranked.append(Ranked(VECTOR, sorted(cosines.items(), key=lambda item: -item[1])))
     else:
-        fused = fuse(conn, ranked, mode, k, request.recency)
+        fused = fuse(conn, ranked, mode, depths, request)
     timer.lap("fuse")
     if request.expand_related:
         fused += _one_hop(conn, [key for key, _ in fused], request.condition)
@@ -169,24 +181,40 @@ def _one_hop(
 
 
 def fuse(
-    conn: apsw.Connection, ranked: list[Ranked], mode: Mode, k: int, recency: bool
+    conn: apsw.Connection,
+    ranked: list[Ranked],
+    mode: Mode,
+    depths: Sequence[int],
+    request: Request,
 ) -> list[tuple[int, float]]:
-    """Combine channel results into ``(key, score)`` best first, at most ``k``.
+    """Combine channel results into ``(key, score)`` best first, at most ``request.k``.
 
     A single channel (asked for by mode) keeps its raw score; otherwise the
-    score is the RRF score.
+    score is the RRF score (constant ``request.rrf_k``) over each list's first
+    ``depth`` items, the depths tiered by :func:`prefix_stable` so that the
+    result never depends on ``k`` beyond being cut at it. ``recency`` adds the
+    candidates newest first as one more list (also to ``ranked``, for explain).
     """
-    if recency:
-        ranked.append(Ranked(RECENCY, _by_recency(conn, ranked)))
+    lists = [r.items for r in ranked]
+    if request.recency:
+        ranked.append(Ranked(RECENCY, _by_recency(conn, lists)))
     if mode is not Mode.HYBRID and len(ranked) == 1:
-        return ranked[0].items[:k]
-    return rrf([r.items for r in ranked])[:k]
+        return ranked[0].items[: request.k]
+
+    def at(depth: int) -> list[tuple[int, float]]:
+        cut = [items[:depth] for items in lists]
+        extra = [_by_recency(conn, cut)] if request.recency else []
+        return rrf([*cut, *extra], request.rrf_k)
+
+    return prefix_stable(at, depths, request.k)
 
 
-def _by_recency(conn: apsw.Connection, ranked: Sequence[Ranked]) -> list[tuple[int, float]]:
+def _by_recency(
+    conn: apsw.Connection, lists: Sequence[Sequence[tuple[int, float]]]
+) -> list[tuple[int, float]]:
     # The union of what the content channels found, newest first: recency can
     # reorder these candidates but never introduce one.
-    union = list(dict.fromkeys(key for r in ranked for key, _ in r.items))
+    union = list(dict.fromkeys(key for items in lists for key, _ in items))
     memories = records.select_by_keys(conn, union)
     stamps = {key: memories[key].created_at.timestamp() for key in union if key in memories}
     return sorted(stamps.items(), key=lambda item: (-item[1], item[0]))

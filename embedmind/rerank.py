@@ -2,8 +2,10 @@
 
 ``alpha`` picks the mode (the seed's ``search_with_rerank``):
 
-- ``alpha >= 2`` — protected top-k: the lexical top ``k`` is reordered by
+- ``alpha >= 2`` — protected pool: the lexical top ``k`` is reordered by
   cosine. Membership is fixed, so recall@k is preserved by construction.
+  Recall passes the whole pool (the fusion depth) as ``k``, so that the
+  answer does not depend on how many hits were asked for.
 - ``1 <= alpha < 2`` — tie-breaker: only adjacent candidates whose
   normalised BM25 scores are within δ = 0.05 swap, when the lower one has the
   higher cosine.

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import embedmind
+from embedmind.cli import demo
 from embedmind.embedders.hashing import HashingEmbedder
+from embedmind.recall import FUSION_DEPTH
 
 
 @pytest.fixture
@@ -39,3 +45,91 @@ def test_rerank_alpha_must_be_finite(hashed: embedmind.Store, alpha: float) -> N
 def test_rerank_alpha_applies_to_hybrid_and_text(hashed: embedmind.Store, mode: str) -> None:
     result = hashed.recall("database", mode=mode, rerank_alpha=0.5)
     assert result.hits and all(hit.score == hit.score for hit in result.hits)
+
+
+WORDS = ["bob", "job", "carpenter", "dog", "bank", "work", "tall", "hiking", "tea", "rex"]
+
+
+@st.composite
+def prefix_cases(draw: st.DrawFn) -> dict[str, Any]:
+    texts = draw(
+        st.lists(
+            st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(" ".join),
+            min_size=1,
+            max_size=120,
+        )
+    )
+    mode = draw(st.sampled_from(["hybrid", "text", "vector"]))
+    alphas = [None] if mode == "vector" else [None, 0.0, 0.5, 1.5, 2.5]
+    ks = sorted(draw(st.sets(st.integers(1, 3 * FUSION_DEPTH), min_size=2, max_size=4)))
+    return {
+        "texts": texts,
+        "groups": [draw(st.sampled_from("ab")) for _ in texts],
+        "query": " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3))),
+        "mode": mode,
+        "recency": draw(st.booleans()),
+        "rerank_alpha": draw(st.sampled_from(alphas)),
+        "where": draw(st.sampled_from([None, {"group": "a"}])),
+        "ks": ks,
+    }
+
+
+@given(prefix_cases())
+def test_a_smaller_k_is_a_prefix_of_a_larger_one(case: dict[str, Any]) -> None:
+    # The first hit depended on k: each channel gave 2k candidates to fusion.
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    with embedmind.Store.open(":memory:", embedder=HashingEmbedder(dims=16)) as store:
+        store.remember_many(
+            [
+                embedmind.Draft(text, metadata={"group": g}, created_at=t0 + dt.timedelta(i % 7))
+                for i, (text, g) in enumerate(zip(case["texts"], case["groups"], strict=True))
+            ]
+        )
+        admitted = sum(case["where"] is None or g == "a" for g in case["groups"])
+        options = {key: case[key] for key in ("mode", "recency", "rerank_alpha", "where")}
+        answers = [store.recall(case["query"], k=k, **options) for k in case["ks"]]
+    longest = answers[-1]
+    for k, answer in zip(case["ks"], answers, strict=True):
+        assert answer.ids == longest.ids[: len(answer.ids)]
+        assert [h.score for h in answer] == [h.score for h in longest][: len(answer.ids)]
+        if case["mode"] == "vector" or (case["mode"] == "hybrid" and case["rerank_alpha"] is None):
+            # Every admitted memory has a vector: filtered recall never under-returns.
+            assert len(answer.ids) == min(k, admitted)
+
+
+BOB_FACTS = [
+    "Bob works as a carpenter",
+    "Bob's dog is called Rex",
+    "Alice has a job at the bank",
+    "what is it like to work nights? Bob asked",
+    "Bob likes hiking",
+    "Carol's job is teaching",
+    "The job fair is on Monday",
+    "Bob is tall",
+]
+
+
+@pytest.fixture(scope="module")
+def default_model() -> Iterator[embedmind.Store]:
+    with embedmind.Store.open(":memory:") as store:
+        yield store
+
+
+def test_the_first_hit_does_not_depend_on_k(default_model: embedmind.Store) -> None:
+    # Issue 15: k=1 gave 'Alice has a job at the bank', k=2 'Bob is tall'.
+    default_model.remember_many([embedmind.Draft(f, namespace="bob") for f in BOB_FACTS])
+    for k in range(1, len(BOB_FACTS) + 1):
+        first = default_model.recall("what is bob's job?", k=k, namespace="bob")[0]
+        assert first.content == "Bob works as a carpenter", k
+
+
+def test_demo_answers_are_the_same_at_k_1_and_k_10(default_model: embedmind.Store) -> None:
+    # make demo answered "Is Maya allergic to anything?" right at k=1 only.
+    default_model.remember_many(demo.drafts())
+    scope = "demo/maya-and-leo"
+    for question in demo.QUESTIONS:
+        ten = default_model.recall(question, k=10, namespace=scope).ids
+        for k in (1, 2, 5):
+            assert default_model.recall(question, k=k, namespace=scope).ids == ten[:k], question
+    allergy = default_model.recall("Is Maya allergic to anything?", k=1, namespace=scope)
+    assert "bee stings" in allergy[0].content
