@@ -378,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(store_path: str, args: argparse.Namespace, out: Output) -> int:
     """Run the command on the store file or on the opened store."""
-    if getattr(args, "existing", False) or getattr(args, "verify", False):
+    if getattr(args, "existing", False):
         global_options.require_store(store_path)
     if getattr(args, "raw_path", False):  # works on the file, not an open store
         code: int = args.run(store_path, args, out)
