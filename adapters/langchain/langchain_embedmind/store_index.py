@@ -208,7 +208,8 @@ def best_cosine(query: Sequence[float], packed: Sequence[str]) -> float | None:
         return None
     rows = np.stack([np.frombuffer(base64.b64decode(p), dtype="<f4") for p in packed])
     q = np.asarray(query, dtype=np.float64)
-    return float((rows.astype(np.float64) @ q).max() / np.linalg.norm(q))
+    best = float((rows.astype(np.float64) @ q).max() / np.linalg.norm(q))
+    return min(1.0, max(-1.0, best))  # float32 round-off can pass 1 by ~1e-8
 
 
 def unpack(packed: str) -> list[float]:
