@@ -230,3 +230,23 @@ def test_unknown_ids_are_echoed_version_is_set_and_results_are_compact(tmp_path:
             assert [r["id"] for r in json.loads(result.content[0].text)] == ["tea"]
 
     asyncio.run(main())
+
+
+@pytest.mark.timeout(120)
+def test_global_options_after_mcp(tmp_path: Path) -> None:
+    store = tmp_path / "after.mind"
+    params = StdioServerParameters(
+        command=EXE,
+        args=["mcp", "--namespace", "me", "--store", str(store), "--embedder", "hashing"],
+        cwd=str(tmp_path),
+    )
+
+    async def main() -> Any:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await _call(session, "remember", content="kept in the store named after mcp")
+            return await _call(session, "stats")
+
+    error, counts = asyncio.run(main())
+    assert not error and counts["by_namespace"] == {"me": 1}
+    assert sorted(p.name for p in tmp_path.glob("*.mind")) == ["after.mind"]
