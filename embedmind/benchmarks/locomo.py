@@ -6,7 +6,9 @@ dialog turn, each conversation its own namespace, questions outside category
 embedder and written with ``remember_many`` (vectors given, so the embedding
 and the writes are timed apart); every question is then asked through
 ``Store.recall`` in ``text``, ``vector`` and ``hybrid`` mode (query embedding
-included), round-robin with three anchors over the same turns and vectors:
+included), beside the fusion recall used before (:data:`BEFORE`, depth ``2k``
+and RRF 60, rebuilt from the same store's text and vector lists), and
+round-robin with three anchors over the same turns and vectors:
 bm25s, exact cosine, and their RRF (:mod:`.locomo_anchors`). Figures:
 recall@5/10 and hit@5/10 overall and per category, p50/p95 per method.
 
@@ -39,7 +41,14 @@ from embedmind.benchmarks.progress import ProgressFactory, silent
 from embedmind.benchmarks.report import Outcome, Table, fmt
 from embedmind.benchmarks.timing import Searcher, round_robin
 from embedmind.benchmarks.vectordata import Embedder
+from embedmind.fusion import RRF_K, rrf
 from embedmind.store import Store
+
+BEFORE = "hybrid-before"
+"""The fusion recall used before it stopped depending on ``k``: each channel's
+first ``2k`` candidates, RRF constant 60. Rebuilt here from the text and
+vector modes' lists (two recalls, so its latency is not comparable)."""
+
 
 MODES = ("text", "vector", "hybrid")
 # (embedmind mode, anchor it is held against)
@@ -49,6 +58,7 @@ PAIRS = (
     ("hybrid", "rrf"),
     ("hybrid", "text"),
     ("hybrid", "vector"),
+    ("hybrid", BEFORE),
 )
 
 
@@ -110,6 +120,7 @@ def _searchers(
         return search
 
     found: dict[str, Searcher] = {mode: mode_searcher(mode) for mode in MODES}
+    found[BEFORE] = _before_searcher(store, questions)
     if not options.anchors:
         return found
     qvecs = {q.text: np.asarray(embedder.embed_query(q.text), np.float32) for q in questions}
@@ -125,6 +136,21 @@ def _searchers(
     fused = anchors.rrf(deep_bm25s, anchors.exact_retriever(data, vectors, qvecs, depth=50))
     found["rrf"] = lambda i: fused(questions[i])
     return found
+
+
+def _before_searcher(store: Store, questions: list[Question]) -> Searcher:
+    def search(i: int) -> list[Any]:
+        q, k = questions[i], max(KS)
+        lists = [
+            [(key, 1.0 / rank) for rank, key in enumerate(ids, start=1)]
+            for ids in (
+                store.recall(q.text, k=2 * k, namespace=q.namespace, mode=mode).ids
+                for mode in ("text", "vector")
+            )
+        ]
+        return [key for key, _ in rrf(lists, RRF_K)[:k]]
+
+    return search
 
 
 def _tables(methods: dict[str, Any], questions: int, ingest: dict[str, Any]) -> list[Table]:

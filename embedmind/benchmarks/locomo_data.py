@@ -2,7 +2,10 @@
 
 Documents: one memory per dialog turn, id = its ``dia_id``, content =
 ``"<speaker>: <text>"`` plus the image caption when the turn has one,
-``created_at`` = the session's date; each conversation in its own namespace.
+``created_at`` = the session's date (plus the turn's position in seconds, so
+the dialog order is the time order), ``session_id`` = ``"<conversation>:<n>"``
+(e.g. ``conv-26:3``); each conversation in its own namespace; the turns are
+written in dialog order, as a chat application stores its history.
 Questions: every ``qa`` item outside category 5 with evidence; evidence ids
 are stripped of spaces and ids naming no turn dropped; a question left with no
 evidence is skipped (and counted). ``recall@k`` is the mean share of evidence
@@ -71,9 +74,13 @@ def load(path: Path) -> Dataset:
         namespace = f"locomo/{sample['sample_id']}"
         turn_ids = set()
         conversation = sample["conversation"]
-        for key, turns in conversation.items():
-            if not key.startswith("session_") or not isinstance(turns, list):
-                continue
+        sessions = [
+            (key, turns)
+            for key, turns in conversation.items()
+            if key.startswith("session_") and isinstance(turns, list)
+        ]
+        # Dialog order: by session number (the file's key order is not a contract).
+        for key, turns in sorted(sessions, key=lambda pair: int(pair[0].removeprefix("session_"))):
             when = _session_date(conversation[f"{key}_date_time"])
             for position, turn in enumerate(turns):
                 text = f"{turn['speaker']}: {turn['text']}"
@@ -86,7 +93,7 @@ def load(path: Path) -> Dataset:
                         id=f"{sample['sample_id']}/{turn['dia_id']}",
                         namespace=namespace,
                         tier=Tier.EPISODIC,
-                        session_id=key,
+                        session_id=f"{sample['sample_id']}:{key.removeprefix('session_')}",
                         created_at=when + _dt.timedelta(seconds=position),
                         metadata={"dia_id": turn["dia_id"], "speaker": turn["speaker"]},
                     )

@@ -2,7 +2,10 @@
 
 Every engine receives the same documents with the same precomputed MiniLM
 vectors, each in a scope (a LoCoMo conversation, or one scope for the
-synthetic corpus), and answers in one or more *modes*: embedmind and LanceDB
+synthetic corpus) and, for LoCoMo, with its session and time (embedmind
+writes them as ``session_id`` and ``created_at``; Chroma and LanceDB keep them
+as metadata, which their retrieval does not use), and answers in one or more
+*modes*: embedmind and LanceDB
 in ``vector`` and ``hybrid`` (LanceDB's hybrid uses its native full-text
 index and its default RRF reranker), Chroma in ``vector`` (its persistent
 client; it has no BM25). Peers are imported lazily; a missing one is skipped.
@@ -10,6 +13,7 @@ client; it has no BM25). Peers are imported lazily; a missing one is skipped.
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -23,6 +27,8 @@ from embedmind.store import Store
 
 Step = Callable[[int], object]
 Search = Callable[[str, Matrix, "str | None", int], list[str]]
+Session = tuple[str, _dt.datetime]
+"""A document's ``(session_id, created_at)``."""
 BATCH = 5_000  # under Chroma's 5,461-record cap per add
 
 
@@ -39,8 +45,9 @@ class PeerEngine(Protocol):
         vectors: Matrix,
         scopes: Sequence[str],
         step: Step,
+        sessions: Sequence[Session] | None = None,
     ) -> None:
-        """Store every document with its vector and scope, in batches."""
+        """Store every document with its vector, scope and session (when given), in batches."""
 
     def finish(self) -> None:
         """Build what must exist before the first query (indexes); timed apart."""
@@ -63,6 +70,11 @@ class EmbedmindPeer:
         self._store = Store.open(root / "bench.mind", embedder=embedder, synchronous="NORMAL")
         self._probe: list[float] | None = None
 
+    @property
+    def store(self) -> Store:
+        """The store under test (for checks on what was written)."""
+        return self._store
+
     def add(
         self,
         ids: Sequence[str],
@@ -70,12 +82,20 @@ class EmbedmindPeer:
         vectors: Matrix,
         scopes: Sequence[str],
         step: Step,
+        sessions: Sequence[Session] | None = None,
     ) -> None:
-        """``remember_many`` in batches of ``BATCH``, one transaction each."""
+        """``remember_many`` in batches of ``BATCH``, one transaction each, in the given order."""
         for start in range(0, len(ids), BATCH):
             end = min(start + BATCH, len(ids))
             drafts = [
-                Draft(texts[i], id=ids[i], namespace=scopes[i], vector=vectors[i])
+                Draft(
+                    texts[i],
+                    id=ids[i],
+                    namespace=scopes[i],
+                    vector=vectors[i],
+                    session_id=sessions[i][0] if sessions else None,
+                    created_at=sessions[i][1] if sessions else None,
+                )
                 for i in range(start, end)
             ]
             self._store.remember_many(drafts, batch_size=BATCH)
@@ -126,15 +146,18 @@ class ChromaPeer:
         vectors: Matrix,
         scopes: Sequence[str],
         step: Step,
+        sessions: Sequence[Session] | None = None,
     ) -> None:
-        """``collection.add`` in batches below Chroma's cap."""
+        """``collection.add`` in batches below Chroma's cap (the session as metadata)."""
         for start in range(0, len(ids), BATCH):
             end = min(start + BATCH, len(ids))
             self._collection.add(
                 ids=list(ids[start:end]),
                 embeddings=vectors[start:end],
                 documents=list(texts[start:end]),
-                metadatas=[{"scope": s} for s in scopes[start:end]],
+                metadatas=[
+                    {"scope": scopes[i], **_session_fields(sessions, i)} for i in range(start, end)
+                ],
             )
             step(end - start)
 
@@ -185,18 +208,25 @@ class LancePeer:
         }
 
     def _batch(
-        self, ids: Sequence[str], texts: Sequence[str], vectors: Matrix, scopes: Sequence[str]
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        vectors: Matrix,
+        scopes: Sequence[str],
+        sessions: Sequence[Session] | None,
     ) -> Any:
         pa = self._pa
         flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
-        return pa.table(
-            {
-                "id": pa.array(list(ids), pa.string()),
-                "text": pa.array(list(texts), pa.string()),
-                "scope": pa.array(list(scopes), pa.string()),
-                "vector": pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1]),
-            }
-        )
+        columns = {
+            "id": pa.array(list(ids), pa.string()),
+            "text": pa.array(list(texts), pa.string()),
+            "scope": pa.array(list(scopes), pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1]),
+        }
+        if sessions:
+            columns["session"] = pa.array([s for s, _ in sessions], pa.string())
+            columns["created_at"] = pa.array([c.isoformat() for _, c in sessions], pa.string())
+        return pa.table(columns)
 
     def add(
         self,
@@ -205,13 +235,18 @@ class LancePeer:
         vectors: Matrix,
         scopes: Sequence[str],
         step: Step,
+        sessions: Sequence[Session] | None = None,
     ) -> None:
-        """Create the table from the first batch, append the rest."""
+        """Create the table from the first batch, append the rest (the session as columns)."""
         big = 10 * BATCH  # a columnar append: larger batches, fewer fragments
         for start in range(0, len(ids), big):
             end = min(start + big, len(ids))
             batch = self._batch(
-                ids[start:end], texts[start:end], vectors[start:end], scopes[start:end]
+                ids[start:end],
+                texts[start:end],
+                vectors[start:end],
+                scopes[start:end],
+                sessions[start:end] if sessions else None,
             )
             if self._table is None:
                 self._table = self._db.create_table("bench", data=batch)
@@ -248,6 +283,13 @@ class LancePeer:
     def close(self) -> None:
         """Drop the handles (Lance writes as it goes)."""
         self._table = None
+
+
+def _session_fields(sessions: Sequence[Session] | None, i: int) -> dict[str, str]:
+    """Document ``i``'s session as metadata fields (none when the corpus has no sessions)."""
+    if not sessions:
+        return {}
+    return {"session": sessions[i][0], "created_at": sessions[i][1].isoformat()}
 
 
 def _ids(table: Any) -> list[str]:

@@ -37,7 +37,7 @@ import numpy as np
 from embedmind.benchmarks import locomo_data, metrics
 from embedmind.benchmarks.corpus import CorpusSpec, iter_documents, make_queries
 from embedmind.benchmarks.optional import load
-from embedmind.benchmarks.peer_engines import ENGINES, REQUIRES, PeerEngine
+from embedmind.benchmarks.peer_engines import ENGINES, REQUIRES, PeerEngine, Session
 from embedmind.benchmarks.peers_report import locomo_table, ratios, synthetic_table
 from embedmind.benchmarks.progress import ProgressFactory, silent
 from embedmind.benchmarks.report import Outcome
@@ -95,6 +95,8 @@ class Corpus:
     queries: list[str]
     query_vectors: Matrix
     query_scopes: list[str | None]
+    sessions: list[Session] | None = None
+    """Each document's ``(session_id, created_at)`` (LoCoMo's protocol), given to every engine."""
 
 
 def _disk_bytes(path: Path) -> int:
@@ -115,7 +117,9 @@ def _build(
     try:
         engine = ENGINES[name](root, context["embedder"], vector_index_from=context["index_from"])
         started = time.perf_counter()
-        engine.add(corpus.ids, corpus.texts, corpus.vectors, corpus.scopes, bar.update)
+        engine.add(
+            corpus.ids, corpus.texts, corpus.vectors, corpus.scopes, bar.update, corpus.sessions
+        )
         added = time.perf_counter()
         engine.finish()
         finished = time.perf_counter()
@@ -189,6 +193,7 @@ def _locomo(options: Options, context: dict[str, Any], outcome: Outcome) -> None
         [q.text for q in questions],
         query_vectors(embedder, [q.text for q in questions]),
         [q.namespace for q in questions],
+        [(d.session_id or "", d.created_at) for d in data.drafts if d.created_at is not None],
     )
     builds, runs = _measure(corpus, options, context, "locomo")
     _absent(outcome, "locomo", builds)
