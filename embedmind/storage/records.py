@@ -15,6 +15,7 @@ import apsw
 
 from embedmind.drafts import Prepared, decode_metadata
 from embedmind.model import Level, Memory, Tier
+from embedmind.storage import integrity
 from embedmind.storage.connection import fetch_one
 from embedmind.timestamps import from_micros, optional_from_micros
 
@@ -50,26 +51,39 @@ def next_write_seq(conn: apsw.Connection) -> int:
     return int(row[0])
 
 
+_FIND_COLUMNS = (
+    "key, namespace, CAST(content AS BLOB), created_at, forgotten_at, superseded_by, fingerprint"
+)
+
+
+def _existing(row: Sequence[Any]) -> Existing:
+    # Content is read as bytes so that a damaged row can still be forgotten,
+    # redacted or overwritten (the repairs). Damaged content comes back as a
+    # string that equals no valid content, so a write of the original rewrites it.
+    raw = bytes(row[2])
+    try:
+        content = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        content = raw.decode("utf-8", "surrogateescape")
+    else:
+        if integrity.content_problem(content, row[6]) is not None:
+            content += "\udcff"  # off its fingerprint: never taken for "unchanged"
+    return Existing(row[0], row[1], content, row[3], row[4] is not None, row[5])
+
+
 def find(conn: apsw.Connection, memory_id: str) -> Existing | None:
     """Look up the row holding ``memory_id``, forgotten or not."""
     row = conn.execute(
-        "SELECT key, namespace, content, created_at, forgotten_at, superseded_by "
-        "FROM memories WHERE id = ?",
-        (memory_id,),
+        f"SELECT {_FIND_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
     ).fetchone()
-    if row is None:
-        return None
-    return Existing(row[0], row[1], row[2], row[3], row[4] is not None, row[5])
+    return None if row is None else _existing(row)
 
 
 def find_many(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, Existing]:
     """Look up the rows holding any of ``ids``, forgotten or not."""
-    sql = (
-        "SELECT id, key, namespace, content, created_at, forgotten_at, superseded_by "
-        "FROM memories WHERE id IN (SELECT value FROM json_each(?))"
-    )
+    sql = f"SELECT id, {_FIND_COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))"
     return {
-        row[0]: Existing(row[1], row[2], row[3], row[4], row[5] is not None, row[6])
+        row[0]: _existing(row[1:])
         for row in conn.execute(sql, (json.dumps(list(ids), ensure_ascii=False),))
     }
 
@@ -198,11 +212,63 @@ def to_memory(row: Sequence[Any]) -> Memory:
     )
 
 
+_TEXT_POSITIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 19)
+"""Positions of the TEXT columns in :data:`COLUMNS` (the ones a damaged byte breaks)."""
+_BLOB_COLUMNS = ", ".join(
+    f"CAST({c} AS BLOB)" if i in _TEXT_POSITIONS else c for i, c in enumerate(COLUMNS.split(", "))
+)
+
+
+def checked_rows(conn: apsw.Connection, template: str, params: Sequence[Any]) -> list[Any]:
+    """Run ``template`` (``{columns}`` standing for :data:`COLUMNS`); refuse damaged rows.
+
+    Every row's content is checked against its fingerprint; a TEXT value that is
+    not UTF-8 (apsw's raw ``UnicodeDecodeError``) is traced to its rows by a
+    second, byte-wise read of the same query, only then.
+
+    Raises:
+        DamagedRecordError: Naming every damaged memory among the rows.
+    """
+    try:
+        rows = conn.execute(template.format(columns=COLUMNS), params).fetchall()
+    except UnicodeDecodeError:
+        raw = conn.execute(template.format(columns=_BLOB_COLUMNS), params).fetchall()
+        raise integrity.DamagedRecordError(
+            [_name(row) for row in raw if not _decodes(row)], "a text value is not valid UTF-8"
+        ) from None
+    damaged = [row[1] for row in rows if integrity.content_problem(row[3], row[19])]
+    if damaged:
+        raise integrity.DamagedRecordError(damaged, "content no longer matches its fingerprint")
+    return rows
+
+
+def _decodes(row: Sequence[Any]) -> bool:
+    try:
+        for i in _TEXT_POSITIONS:
+            if row[i] is not None:
+                bytes(row[i]).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _name(row: Sequence[Any]) -> str:
+    try:
+        return bytes(row[1]).decode("utf-8")
+    except UnicodeDecodeError:  # even the id is damaged: name the row by its key
+        return f"key:{row[0]}"
+
+
 def select_by_ids(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, Memory]:
-    """Load live (not forgotten) memories by id."""
+    """Load live (not forgotten) memories by id.
+
+    Raises:
+        DamagedRecordError: When one of them is damaged in the file.
+    """
     found: dict[str, Memory] = {}
-    for row in conn.execute(
-        f"SELECT {COLUMNS} FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) "
+    for row in checked_rows(
+        conn,
+        "SELECT {columns} FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) "
         "AND m.forgotten_at IS NULL",
         (json.dumps(list(ids), ensure_ascii=False),),
     ):
@@ -212,11 +278,16 @@ def select_by_ids(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, Memory
 
 
 def select_by_keys(conn: apsw.Connection, keys: Sequence[int]) -> dict[int, Memory]:
-    """Load memories by internal key."""
+    """Load memories by internal key.
+
+    Raises:
+        DamagedRecordError: When one of them is damaged in the file.
+    """
     return {
         row[0]: to_memory(row)
-        for row in conn.execute(
-            f"SELECT {COLUMNS} FROM memories m WHERE m.key IN (SELECT value FROM json_each(?))",
+        for row in checked_rows(
+            conn,
+            "SELECT {columns} FROM memories m WHERE m.key IN (SELECT value FROM json_each(?))",
             (json.dumps([int(k) for k in keys]),),
         )
     }
@@ -253,12 +324,12 @@ def page(
         cursor_sql = "(m.created_at > ? OR (m.created_at = ? AND m.key > ?))"
         cursor_params = [after[0], after[0], after[1]]
     sql = (
-        f"SELECT {COLUMNS} FROM memories m WHERE {cursor_sql} AND {condition} "
+        f"SELECT {{columns}} FROM memories m WHERE {cursor_sql} AND {condition} "
         "ORDER BY m.created_at, m.key LIMIT ?"
     )
     return [
         (row[10], row[0], to_memory(row))
-        for row in conn.execute(sql, (*cursor_params, *params, limit))
+        for row in checked_rows(conn, sql, (*cursor_params, *params, limit))
     ]
 
 
@@ -325,12 +396,13 @@ def by_fingerprint(
     conn: apsw.Connection, fingerprint: str, condition: str, params: Sequence[Any]
 ) -> Memory | None:
     """The oldest memory with this content fingerprint that ``condition`` admits."""
-    row = conn.execute(
-        f"SELECT {COLUMNS} FROM memories m WHERE m.fingerprint = ? AND {condition} "
+    rows = checked_rows(
+        conn,
+        f"SELECT {{columns}} FROM memories m WHERE m.fingerprint = ? AND {condition} "
         "ORDER BY m.created_at, m.key LIMIT 1",
         (fingerprint, *params),
-    ).fetchone()
-    return None if row is None else to_memory(row)
+    )
+    return to_memory(rows[0]) if rows else None
 
 
 def set_content(conn: apsw.Connection, key: int, content: str, fingerprint: str, now: int) -> None:
@@ -362,11 +434,25 @@ _RESTORED = (
 
 def export_page(conn: apsw.Connection, after: int, limit: int) -> list[dict[str, Any]]:
     """Live memories after key ``after``, in key order, every stored field (times in µs)."""
-    rows = conn.execute(
+    sql = (
         f"SELECT {', '.join(EXPORT_COLUMNS)} FROM memories "
-        "WHERE key > ? AND forgotten_at IS NULL ORDER BY key LIMIT ?",
-        (after, limit),
-    ).fetchall()
+        "WHERE key > ? AND forgotten_at IS NULL ORDER BY key LIMIT ?"
+    )
+    try:
+        rows = conn.execute(sql, (after, limit)).fetchall()
+    except UnicodeDecodeError:
+        # Traced through the memory columns (the same rows): it raises, naming them.
+        checked_rows(
+            conn,
+            "SELECT {columns} FROM memories m WHERE m.key > ? AND m.forgotten_at IS NULL "
+            "ORDER BY m.key LIMIT ?",
+            (after, limit),
+        )
+        raise  # pragma: no cover - the trace above always finds the row
+    # An export never carries a damaged memory as if it were sound.
+    damaged = [row[1] for row in rows if integrity.content_problem(row[3], row[19])]
+    if damaged:
+        raise integrity.DamagedRecordError(damaged, "content no longer matches its fingerprint")
     out = []
     for row in rows:
         item = dict(zip(EXPORT_COLUMNS, row, strict=True))
