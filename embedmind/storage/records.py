@@ -236,7 +236,7 @@ def checked_rows(conn: apsw.Connection, template: str, params: Sequence[Any]) ->
         raise integrity.DamagedRecordError(
             [_name(row) for row in raw if not _decodes(row)], "a text value is not valid UTF-8"
         ) from None
-    damaged = [row[1] for row in rows if integrity.content_problem(row[3], row[19])]
+    damaged = [str(row[1]) for row in rows if integrity.content_problem(row[3], row[19])]
     if damaged:
         raise integrity.DamagedRecordError(damaged, "content no longer matches its fingerprint")
     return rows
@@ -450,7 +450,7 @@ def export_page(conn: apsw.Connection, after: int, limit: int) -> list[dict[str,
         )
         raise  # pragma: no cover - the trace above always finds the row
     # An export never carries a damaged memory as if it were sound.
-    damaged = [row[1] for row in rows if integrity.content_problem(row[3], row[19])]
+    damaged = [str(row[1]) for row in rows if integrity.content_problem(row[3], row[19])]
     if damaged:
         raise integrity.DamagedRecordError(damaged, "content no longer matches its fingerprint")
     out = []
