@@ -1,16 +1,32 @@
-"""``embedmind doctor``: what this installation has and whether it works."""
+"""``embedmind doctor``: what this installation has and whether it works.
+
+With ``--verify`` (and ``--store``) it also scans the store in full
+(:func:`embedmind.verification.verify`): every memory row decodes and matches
+its fingerprint, the index files match their registry, and SQLite's
+``integrity_check`` passes. Damaged memories are listed by id and the exit
+code is non-zero. With ``--json`` the same facts are printed as one JSON object.
+"""
 
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import json
+import os
 import platform
 from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
 
 import apsw
 
-from embedmind import plugins
+from embedmind import plugins, verification
 from embedmind.embedders.cache import cache_dir
+from embedmind.errors import EmbedmindError
+from embedmind.verification import VerifyReport
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_PROBLEMS = 0, 1, 2, 4
+"""The CLI's exit codes (``embedmind.cli.main``): problems found count as storage failures."""
 
 PACKAGES = ("embedmind", "apsw", "numpy", "usearch", "onnxruntime", "tokenizers", "pluggy")
 
@@ -24,26 +40,33 @@ def _version(name: str) -> str:
 
 def report(out: Callable[[str], None]) -> int:
     """Print the report; return the number of problems found."""
-    problems = 0
-    out(f"python      {platform.python_version()} ({platform.machine()})")
-    for name in PACKAGES:
-        out(f"{name:<11} {_version(name)}")
-    out(f"sqlite      {apsw.sqlitelibversion()} (bundled by apsw)")
+    facts, problems = environment()
+    for key, value in facts:
+        out(f"{key:<11} {value}")
+    return len(problems)
+
+
+def environment() -> tuple[list[tuple[str, str]], list[str]]:
+    """What this installation has, as ``(label, value)`` lines, and the problems among them."""
+    problems: list[str] = []
+    facts = [("python", f"{platform.python_version()} ({platform.machine()})")]
+    facts += [(name, _version(name)) for name in PACKAGES]
+    facts.append(("sqlite", f"{apsw.sqlitelibversion()} (bundled by apsw)"))
     registry = plugins.registry()
-    out(f"embedders   {', '.join(sorted(registry.embedders))}")
-    out(f"chunkers    {', '.join(sorted(registry.chunkers))}")
-    out(f"cache       {cache_dir()}")
+    facts.append(("embedders", ", ".join(sorted(registry.embedders))))
+    facts.append(("chunkers", ", ".join(sorted(registry.chunkers))))
+    facts.append(("cache", str(cache_dir())))
     try:
         embedder = plugins.resolve_embedder("default")
         variant = getattr(embedder, "variant", "?")
-        out(f"default     {embedder.model_id} ({embedder.dims} dims, variant {variant})")
+        facts.append(("default", f"{embedder.model_id} ({embedder.dims} dims, variant {variant})"))
     except Exception as e:  # doctor reports, it does not crash
-        problems += 1
-        out(f"default     FAILED: {e}")
-    out(f"plugins     loaded: {', '.join(registry.loaded) or 'none'}")
+        problems.append(f"default embedder: {e}")
+        facts.append(("default", f"FAILED: {e}"))
+    facts.append(("plugins", f"loaded: {', '.join(registry.loaded) or 'none'}"))
     for name, error in registry.failed.items():
-        problems += 1
-        out(f"plugin      {name} FAILED: {error}")
+        problems.append(f"plugin {name}: {error}")
+        facts.append(("plugin", f"{name} FAILED: {error}"))
     for name, info in sorted(registry.adapters.items()):
         framework = str(info.get("framework", "?"))
         try:
@@ -51,5 +74,89 @@ def report(out: Callable[[str], None]) -> int:
             status = "importable"
         except ImportError:
             status = "not installed"
-        out(f"adapter     {name}: framework {framework} {status}")
-    return problems
+        facts.append(("adapter", f"{name}: framework {framework} {status}"))
+    return facts, problems
+
+
+def run(out: Callable[[str], None], *, store: str | None, verify: bool, as_json: bool) -> int:
+    """Run ``embedmind doctor``: print the report (and the scan); return the exit code.
+
+    Args:
+        out: Prints one line (or, with ``as_json``, the one JSON document).
+        store: The store to scan; needed with ``verify``. Never created.
+        verify: Scan the store in full.
+        as_json: Print one JSON object instead of text.
+
+    Returns:
+        0 when everything is sound; 4 when a problem or a damaged memory was
+        found; 1 when the store does not exist; 2 when ``verify`` has no store.
+    """
+    facts, problems = environment()
+    document: dict[str, Any] = {
+        "environment": [{"name": k, "value": v} for k, v in facts],
+        "problems": problems,
+        "verify": None,
+    }
+    if not as_json:
+        for key, value in facts:
+            out(f"{key:<11} {value}")
+    code = EXIT_PROBLEMS if problems else EXIT_OK
+    if verify:
+        scanned, error, error_code = _scan(store)
+        if error is not None:
+            document["error"] = error
+            code = error_code
+        elif scanned is not None:
+            document["verify"] = _as_dict(scanned)
+            if not scanned.ok:
+                code = EXIT_PROBLEMS
+        if not as_json:
+            _print_scan(out, scanned, error)
+    if as_json:
+        document["ok"] = code == EXIT_OK
+        out(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+    return code
+
+
+def _scan(store: str | None) -> tuple[VerifyReport | None, str | None, int]:
+    """Open and verify ``store``: ``(report, error, exit code on error)``."""
+    if store is None:
+        return None, "doctor --verify needs a store: pass --store FILE.mind", EXIT_INVALID
+    if not os.path.isfile(store):  # a read command never creates a store
+        return None, f"store {store!r} does not exist (nothing was created)", EXIT_NOT_FOUND
+    from embedmind.store import Store  # imported here: the report works without a store
+
+    try:
+        with Store.open(store, embedder=None) as opened:
+            return verification.verify(opened), None, EXIT_OK
+    except EmbedmindError as e:
+        return None, f"cannot verify {store!r}: {e}", EXIT_PROBLEMS
+
+
+def _as_dict(scanned: VerifyReport) -> dict[str, Any]:
+    fields = asdict(scanned)
+    fields["ok"] = scanned.ok
+    return fields
+
+
+def _print_scan(
+    out: Callable[[str], None], scanned: VerifyReport | None, error: str | None
+) -> None:
+    if error is not None:
+        out(f"error: {error}")
+        return
+    if scanned is None:
+        return
+    out(f"rows        {scanned.rows} scanned, {len(scanned.damaged)} damaged")
+    for damaged in scanned.damaged:
+        out(f"damaged     {damaged.id}: {damaged.reason}")
+    if scanned.damaged:
+        out(
+            "repair      restore them from an export or backup, or "
+            "`embedmind forget ID` / redact them"
+        )
+    out(f"integrity   {'; '.join(scanned.integrity)}")
+    for state in scanned.index_files:
+        note = "" if state.state == "ok" else " (rebuilt from the store at the next open)"
+        out(f"index       {state.name}: {state.state}{note}")
+    out(f"verify      {'ok' if scanned.ok else 'PROBLEMS FOUND'}")
