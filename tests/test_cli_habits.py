@@ -17,10 +17,18 @@ import sys
 import termios
 from pathlib import Path
 
+import apsw
 import pytest
 
 import embedmind
-from embedmind.cli.main import EXIT_INVALID, EXIT_NOT_FOUND, EXIT_OK, build_parser, main
+from embedmind.cli.main import (
+    EXIT_INVALID,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_STORAGE,
+    build_parser,
+    main,
+)
 from embedmind.embedders.hashing import HashingEmbedder
 
 EXE = str(Path(sys.executable).with_name("embedmind"))
@@ -228,3 +236,20 @@ def test_no_progress_before_bench_survives_the_workload_defaults() -> None:
     # bench's own --json is the figures file; the global one comes before bench.
     args = parse(["--json", "bench", "vector", "--json", "figures.json"])
     assert args.json is True and str(args.json_path) == "figures.json"
+
+
+def test_doctor_verify_names_a_damaged_memory_and_json_is_one_document(store: Path) -> None:
+    with embedmind.Store.open(store) as s:
+        s.remember("Bob keeps the spare key under the blue flowerpot", id="key")
+    sound = cli("doctor", "--verify", "--store", str(store), "--json", cwd=store.parent)
+    report = json.loads(sound.stdout)  # one JSON document, not the human text
+    assert sound.returncode == EXIT_OK and report["ok"] is True, sound.stdout
+    conn = apsw.Connection(str(store))
+    conn.execute(
+        "UPDATE memories SET content = 'Bob keeps the spare key under the red pot' WHERE id = 'key'"
+    )
+    conn.close()
+    damaged = cli("--store", str(store), "doctor", "--verify", cwd=store.parent)
+    assert damaged.returncode == EXIT_STORAGE and "key" in damaged.stdout, damaged.stdout
+    missing = cli("doctor", "--verify", "--store", "nope.mind", cwd=store.parent)
+    assert missing.returncode == EXIT_NOT_FOUND and not (store.parent / "nope.mind").exists()

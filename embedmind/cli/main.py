@@ -244,7 +244,9 @@ def _import(store: Store, args: argparse.Namespace, out: Output) -> int:
 
 
 def _doctor(store_path: str, args: argparse.Namespace, out: Output) -> int:
-    return EXIT_OK if doctor.report(out) == 0 else EXIT_STORAGE
+    return doctor.run(
+        out, store=store_path if args.verify else None, verify=args.verify, as_json=args.json
+    )
 
 
 def _mcp(store_path: str, args: argparse.Namespace, out: Output) -> int:
@@ -329,9 +331,14 @@ def build_parser() -> argparse.ArgumentParser:
     command("vacuum", help="reclaim forgotten memories' space").set_defaults(
         run=_vacuum, existing=True
     )
-    command("doctor", help="versions, models, plugins, adapters").set_defaults(
-        run=_doctor, raw_path=True
+    checkup = command("doctor", help="versions, models, plugins, adapters")
+    checkup.add_argument(
+        "--verify",
+        action="store_true",
+        help="also scan the store in full: every memory against its fingerprint, the index "
+        "files, SQLite's integrity check (never creates the store)",
     )
+    checkup.set_defaults(run=_doctor, raw_path=True)
     server = command("mcp", help="serve the store to agents over MCP (stdio)")
     server.add_argument("--namespace", default="default", help="the default namespace")
     server.add_argument("--agent", default="mcp", help="recorded as the writing agent")
@@ -378,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(store_path: str, args: argparse.Namespace, out: Output) -> int:
     """Run the command on the store file or on the opened store."""
-    if getattr(args, "existing", False):
+    if getattr(args, "existing", False) or getattr(args, "verify", False):
         global_options.require_store(store_path)
     if getattr(args, "raw_path", False):  # works on the file, not an open store
         code: int = args.run(store_path, args, out)
