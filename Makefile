@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP_FLAGS := --disable-pip-version-check --quiet
 
-.PHONY: demo test lint typecheck importlint docs unit bench bench-all bench-100k bench-1m bench-lexical clean
+.PHONY: demo test lint typecheck importlint docs unit dist check-dist bench bench-all bench-100k bench-1m bench-lexical clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,11 +15,18 @@ $(BIN)/python:
 
 ADAPTERS := adapters/langchain adapters/llamaindex
 
+# `make demo` needs the engine only (no dev tools); `make test` installs the rest.
+DEMO_STAMP := $(VENV)/.demo-installed
+
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e .
+	touch $(DEMO_STAMP)
+
 $(STAMP): pyproject.toml $(foreach a,$(ADAPTERS),$(a)/pyproject.toml) | $(BIN)/python
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]' $(foreach a,$(ADAPTERS),-e '$(a)[test]')
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/embedmind demo
 
 lint: $(STAMP)
@@ -40,7 +47,17 @@ unit: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet -d build/site
 
-test: lint typecheck importlint docs unit
+# The three wheels (embedmind, langchain-embedmind, llama-index-vector-stores-embedmind)
+# into dist/, built offline; check-dist installs each README "Install" line from them
+# into a fresh venv with --no-index and runs the README tour (third-party wheels are
+# downloaded once into build/wheelhouse).
+dist: $(STAMP)
+	$(BIN)/python scripts/check_dist.py --build-only
+
+check-dist: $(STAMP)
+	$(BIN)/python scripts/check_dist.py
+
+test: lint typecheck importlint docs unit check-dist
 
 # Benchmarks (docs/benchmarks.md): peers come from the `bench` extra, installed
 # once into the same environment. Each target prints tables and writes JSON
@@ -76,4 +93,4 @@ bench-lexical: $(BENCH_STAMP)
 	$(BIN)/embedmind bench lexical --sizes 100k,1M
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info
