@@ -19,7 +19,7 @@ from embedmind.errors import ConflictError, InvalidInputError, NotFoundError
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Memory
 from embedmind.storage import fragments as fragment_rows
-from embedmind.storage import graph, records
+from embedmind.storage import graph, records, sessions
 from embedmind.storage import vectors as vector_rows
 from embedmind.vectors.embedding import Embedded
 
@@ -190,8 +190,11 @@ def _apply_one_by_one(
             if existing.namespace != p.namespace:
                 raise taken_elsewhere(p.id)
             key = existing.key
+            # A new session moves the memory to another dialog: its session
+            # context (and its old neighbours') must be re-derived.
+            moved = _session_of(conn, key) != p.session_id
             records.replace(conn, key, p, existing.created_at)
-            if existing.forgotten or existing.content != p.content or key in pending:
+            if existing.forgotten or existing.content != p.content or key in pending or moved:
                 stale.append(key)
                 pending[key] = p.content
                 replace_vectors(conn, key, vectors)
@@ -206,6 +209,11 @@ def _apply_one_by_one(
     _link_graph(conn, batch, keys, replace=True)
     stored = records.select_by_keys(conn, keys)
     return [stored[key] for key in keys]
+
+
+def _session_of(conn: apsw.Connection, key: int) -> str | None:
+    place = sessions.places(conn, [key]).get(key)
+    return None if place is None else place.session_id
 
 
 def _differ(conn: apsw.Connection, key: int, vectors: Embedded) -> bool:

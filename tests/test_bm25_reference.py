@@ -98,7 +98,9 @@ def check_query(store: Store, oracle: BM25Oracle, query: str) -> None:
 # -- random operation sequences ----------------------------------------------------------
 
 ids = st.sampled_from(IDS)
-contents = st.lists(st.sampled_from(VOCAB), max_size=8).map(" ".join)
+contents = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=8).map(
+    " ".join
+)  # empty is refused
 operations = st.one_of(
     st.tuples(st.just("remember"), ids, contents),
     st.tuples(
@@ -139,7 +141,7 @@ def test_seeded_churn() -> None:
         roll = rng.random()
         if roll < 0.45:
             items = [
-                (rng.choice(pool), " ".join(rng.choices(VOCAB, k=rng.randint(0, 12))))
+                (rng.choice(pool), " ".join(rng.choices(VOCAB, k=rng.randint(1, 12))))
                 for _ in range(rng.randint(1, 15))
             ]
             model.remember_many(items, batch_size=rng.randint(1, 10))

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from embedmind.benchmarks.locomo_data import Dataset, Question, data_path, load, score
 from embedmind.fusion import rrf
+from embedmind.storage import records
 from embedmind.store import Store
 
 DEEP = 200
@@ -112,8 +113,14 @@ def report(questions: Sequence[Question], lists: Lists) -> Iterable[str]:
     yield f"leave-one-conversation-out: {_pair(overall)} {picks}"
 
 
+def set_session_context(store: Store, on: bool) -> None:
+    """Turn the store's session context on or off (re-indexes its postings)."""
+    with store._db.write() as conn:  # no public switch yet: see docs/benchmarks.md
+        store._lexical.rebuild(conn, records.next_write_seq(conn), session_context=on)
+
+
 def main(argv: Sequence[str] = ()) -> None:
-    """Ingest LoCoMo dev with the default model and print the grid."""
+    """Ingest LoCoMo dev with the default model; print the grid without and with context."""
     from embedmind.embedders.minilm import MiniLMEmbedder
 
     data = load(data_path(argv[0] if argv else None))
@@ -123,9 +130,14 @@ def main(argv: Sequence[str] = ()) -> None:
         Store.open(Path(tmp) / "t.mind", embedder=embedder, synchronous="NORMAL") as store,
     ):
         ingest(store, data, embedder)
-        lists = channel_lists(store, data.questions)
-    for line in report(data.questions, lists):
-        print(line)
+        runs = {}
+        for on in (False, True):
+            set_session_context(store, on)
+            runs[on] = channel_lists(store, data.questions)
+    for on, lists in runs.items():
+        print(f"session context {'on' if on else 'off'}:")
+        for line in report(data.questions, lists):
+            print(line)
 
 
 if __name__ == "__main__":

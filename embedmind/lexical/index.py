@@ -20,10 +20,11 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.lexical import bm25, maxscore
+from embedmind.lexical import bm25, context, maxscore
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.maxscore import TermList
 from embedmind.storage import postings as store
+from embedmind.storage import sessions
 from embedmind.storage.blocks import BLOCK_SIZE, Postings, concat, make
 
 MERGE_BELOW = 128
@@ -59,23 +60,74 @@ class LexicalIndex:
     # -- writes (inside the caller's transaction) ---------------------------
 
     def add(self, conn: apsw.Connection, docs: Sequence[tuple[int, str]], version: int) -> None:
-        """Index documents ``(key, content)`` whose keys are not indexed yet."""
-        analysed = [(key, Counter(analyze(text))) for key, text in docs]
-        analysed = [(key, counts) for key, counts in analysed if counts]
-        if not analysed:
+        """Index documents ``(key, content)`` whose keys are not indexed yet.
+
+        With session context on, the documents they now sit beside in their
+        dialogs are re-indexed too, in the same transaction.
+        """
+        if not docs:
             return
-        terms = {term for _, counts in analysed for term in counts}
+        if not sessions.enabled(conn):
+            entries = [context.Entry(key, Counter(analyze(text)), None) for key, text in docs]
+            self._put(conn, [e for e in entries if e.counts], version)
+            return
+        entries, changed = context.plan_add(conn, docs, lambda key: self._links(conn, key))
+        for key in changed:
+            self._drop(conn, key, version)
+        # A sessionless document without terms is not indexed (as without context).
+        self._put(conn, [e for e in entries if e.counts or e.links is not None], version)
+
+    def remove(self, conn: apsw.Connection, key: int, version: int) -> None:
+        """Drop a document's postings (a no-op when it is not indexed).
+
+        With session context, its two dialog neighbours are re-indexed without it.
+        """
+        links = self._drop(conn, key, version)
+        if links is None or links == (None, None):
+            return
+        entries = context.plan_remove(conn, links, lambda other: self._links(conn, other))
+        for entry in entries:
+            self._drop(conn, entry.key, version)
+        self._put(conn, entries, version)
+
+    def rebuild(self, conn: apsw.Connection, version: int, *, session_context: bool) -> None:
+        """Re-derive every posting from the records, with session context on or off.
+
+        This is the definition incremental maintenance must match (and the
+        switch: turning session context on or off re-indexes the store).
+        """
+        conn.execute("DELETE FROM lex_blocks")
+        conn.execute("DELETE FROM lex_docs")
+        conn.execute("DELETE FROM lex_terms")
+        conn.execute("UPDATE lex_stats SET doc_count = 0, total_length = 0 WHERE id = 1")
+        sessions.set_enabled(conn, session_context)
+        self.add(conn, sessions.unforgotten(conn), version)
+        self.clear_cache()
+
+    def _links(self, conn: apsw.Connection, key: int) -> store.Links:
+        entry = store.get_entry(conn, key)
+        return (None, None) if entry is None else entry[3]
+
+    def _put(self, conn: apsw.Connection, entries: Sequence[context.Entry], version: int) -> None:
+        """Write the postings of documents that are not indexed (weighted counts given)."""
+        if not entries:
+            return
+        terms = {term for entry in entries for term in entry.counts}
         ids = {term: row.term_id for term, row in store.lookup_terms(conn, terms).items()}
         ids.update(store.create_terms(conn, sorted(terms - ids.keys()), version))
         triples = _Triples()
         rows = []
-        for key, counts in analysed:
-            term_ids = [ids[term] for term in counts]
-            tfs = list(counts.values())
+        for entry in entries:
+            term_ids = [ids[term] for term in entry.counts]
+            tfs = list(entry.counts.values())
             length = sum(tfs)
-            rows.append((key, length, list(zip(term_ids, tfs, strict=True))))
-            triples.add(key, length, term_ids, tfs)
-        store.put_docs(conn, rows)
+            rows.append((entry.key, length, list(zip(term_ids, tfs, strict=True))))
+            if term_ids:
+                triples.add(entry.key, length, term_ids, tfs)
+        store.put_docs(conn, rows, [entry.links for entry in entries])
+        store.add_stats(conn, len(rows), sum(length for _, length, _ in rows))
+        if not triples.terms:
+            return
         per_term = triples.by_term()
         lasts = store.last_blocks(conn, [term_id for term_id, _ in per_term])
         appends: list[store.BlockWrite] = []
@@ -87,14 +139,13 @@ class LexicalIndex:
                 _insert_between(conn, term_id, new, version)
         store.write_blocks(conn, appends, version)
         store.add_dfs(conn, [(term_id, len(new)) for term_id, new in per_term], version)
-        store.add_stats(conn, len(rows), sum(length for _, length, _ in rows))
 
-    def remove(self, conn: apsw.Connection, key: int, version: int) -> None:
-        """Drop a document's postings (a no-op when it is not indexed)."""
-        doc = store.get_doc(conn, key)
+    def _drop(self, conn: apsw.Connection, key: int, version: int) -> store.Links | None:
+        """Drop one document's postings; return the links they were built with."""
+        doc = store.get_entry(conn, key)
         if doc is None:
-            return
-        length, term_ids, _ = doc
+            return None
+        length, term_ids, _, links = doc
         for term_id in term_ids.tolist():
             block = store.block_for_key(conn, term_id, key)
             if block is None:  # pragma: no cover - lex_docs and blocks agree
@@ -109,6 +160,7 @@ class LexicalIndex:
             store.change_df(conn, term_id, -1, version)
         store.delete_doc(conn, key)
         store.add_stats(conn, -1, -length)
+        return links
 
     # -- reads ---------------------------------------------------------------
 

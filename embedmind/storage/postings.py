@@ -9,7 +9,9 @@ Tables (see ``migrations.m0001_initial``):
   ``first_key`` is a lower bound of the block's keys, so the block holding a
   key is the one with the largest ``first_key`` not above it.
 - ``lex_docs(key, length, terms)`` — each document's term ids and counts, so
-  removing a document touches exactly its own postings.
+  removing a document touches exactly its own postings. With session context
+  the list also holds the document's dialog neighbours as pairs with a
+  negative "term id": ``(-1, previous key)`` and ``(-2, next key)``.
 - ``lex_stats`` — document count and total length, for idf and avgdl.
 
 ``version`` columns hold the write sequence of the transaction that last
@@ -221,6 +223,19 @@ def get_doc(
     conn: apsw.Connection, key: int
 ) -> tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
     """A document's length, term ids and term counts, or None when not indexed."""
+    entry = get_entry(conn, key)
+    return None if entry is None else entry[:3]
+
+
+_PREV, _NEXT = -1, -2
+Links = tuple[int | None, int | None]
+"""A document's ``(previous, next)`` dialog neighbours."""
+
+
+def get_entry(
+    conn: apsw.Connection, key: int
+) -> tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64], Links] | None:
+    """A document's length, term ids, term counts and dialog links, or None when not indexed."""
     row = conn.execute("SELECT length, terms FROM lex_docs WHERE key = ?", (key,)).fetchone()
     if row is None:
         return None
@@ -228,20 +243,35 @@ def get_doc(
         # Pairs of int64: anything else is a damaged row, not numpy's ValueError.
         raise StorageError(f"the term list of document {key} is damaged")
     packed = np.frombuffer(row[1], dtype="<i8").reshape(-1, 2)
-    return int(row[0]), packed[:, 0].astype(np.int64), packed[:, 1].astype(np.int64)
+    terms = packed[:, 0] >= 0
+    links = {int(kind): int(other) for kind, other in packed[~terms].tolist()}
+    return (
+        int(row[0]),
+        packed[terms, 0].astype(np.int64),
+        packed[terms, 1].astype(np.int64),
+        (links.get(_PREV), links.get(_NEXT)),
+    )
 
 
 def put_docs(
-    conn: apsw.Connection, docs: Sequence[tuple[int, int, Sequence[tuple[int, int]]]]
+    conn: apsw.Connection,
+    docs: Sequence[tuple[int, int, Sequence[tuple[int, int]]]],
+    links: Sequence[Links | None] | None = None,
 ) -> None:
-    """Record documents: ``(key, length, [(term_id, tf), ...])``."""
-    conn.executemany(
-        "INSERT INTO lex_docs (key, length, terms) VALUES (?, ?, ?)",
-        [
-            (key, length, np.asarray(pairs, dtype="<i8").reshape(-1, 2).tobytes())
-            for key, length, pairs in docs
-        ],
-    )
+    """Record documents: ``(key, length, [(term_id, tf), ...])``, each with its dialog links."""
+    rows = []
+    for i, (key, length, pairs) in enumerate(docs):
+        around = links[i] if links is not None else None
+        extra = [] if around is None else _link_pairs(around)
+        packed = np.asarray([*pairs, *extra], dtype="<i8").reshape(-1, 2).tobytes()
+        rows.append((key, length, packed))
+    conn.executemany("INSERT INTO lex_docs (key, length, terms) VALUES (?, ?, ?)", rows)
+
+
+def _link_pairs(links: Links) -> list[tuple[int, int]]:
+    previous, following = links
+    out = [] if previous is None else [(_PREV, previous)]
+    return out if following is None else [*out, (_NEXT, following)]
 
 
 def delete_doc(conn: apsw.Connection, key: int) -> None:

@@ -1,0 +1,132 @@
+"""Session context: a memory's lexical terms include its dialog neighbours' at reduced weight.
+
+In a dialog the answer often does not repeat the question's words, but the
+turn before it (the other speaker's question) does. So, when the store's
+switch is on, a memory with a ``session_id`` is indexed as
+``WEIGHT_OWN × its terms + WEIGHT_NEIGHBOUR × (previous turn's + next turn's)``
+— the issue's "previous + 2 × own + next", which measured best on the LoCoMo
+development split (``docs/benchmarks.md``). Its content, vectors and snippets
+stay its own; only the postings change. Memories without a session are
+indexed as before.
+
+The neighbours are the indexed memories of the same ``(namespace,
+session_id)`` just before and after it, by ``created_at`` then key. Each
+document's postings record the neighbours they were built with, so removing
+a document re-indexes exactly the two whose context it was, and adding one
+re-indexes exactly the ones it now sits beside: the postings always equal a
+rebuild from scratch (``tests/test_session_context.py`` checks it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import apsw
+
+from embedmind.lexical.analyzer import analyze
+from embedmind.storage import sessions
+from embedmind.storage.postings import Links
+from embedmind.storage.sessions import Place
+
+WEIGHT_OWN = 2
+WEIGHT_NEIGHBOUR = 1
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A document to (re)index: its key, weighted term counts and dialog links."""
+
+    key: int
+    counts: Counter[str]
+    links: Links | None
+
+
+StoredLinks = Callable[[int], Links]
+"""The links a document's postings were built with."""
+
+
+def combined(own: dict[int, Counter[str]], key: int, links: Links) -> Counter[str]:
+    """``WEIGHT_OWN × own(key) + WEIGHT_NEIGHBOUR × own(each neighbour)``."""
+    counts: Counter[str] = Counter()
+    for term, tf in own[key].items():
+        counts[term] += WEIGHT_OWN * tf
+    for other in links:
+        if other is not None:
+            for term, tf in own[other].items():
+                counts[term] += WEIGHT_NEIGHBOUR * tf
+    return counts
+
+
+def plan_add(
+    conn: apsw.Connection, docs: Sequence[tuple[int, str]], stored: StoredLinks
+) -> tuple[list[Entry], list[int]]:
+    """Entries for ``docs`` (not indexed yet) and the indexed neighbours they change.
+
+    Returns:
+        The entries to index (new documents first, then re-indexed neighbours)
+        and the keys of the indexed documents to drop before indexing them.
+    """
+    texts = dict(docs)
+    places = sessions.places(conn, texts)
+    links: dict[int, Links] = {}
+    for dialog in _by_dialog(places.values()):
+        links.update(_dialog_links(conn, dialog, set(texts), stored))
+    own = {key: Counter(analyze(text)) for key, text in docs}
+    needed = {o for pair in links.values() for o in pair if o is not None} | links.keys()
+    for key, text in sessions.contents(conn, needed - own.keys()).items():
+        own[key] = Counter(analyze(text))
+    entries = [
+        Entry(key, combined(own, key, links[key]) if key in links else own[key], links.get(key))
+        for key, _ in docs
+    ]
+    changed = [key for key in links if key not in texts]
+    entries += [Entry(key, combined(own, key, links[key]), links[key]) for key in changed]
+    return entries, changed
+
+
+def plan_remove(conn: apsw.Connection, links: Links, stored: StoredLinks) -> list[Entry]:
+    """Entries re-indexing the two neighbours of a document that leaves the dialog."""
+    previous, following = links
+    new: dict[int, Links] = {}
+    if previous is not None:
+        new[previous] = (stored(previous)[0], following)
+    if following is not None:
+        new[following] = (previous, stored(following)[1])
+    needed = {o for pair in new.values() for o in pair if o is not None} | new.keys()
+    own = {key: Counter(analyze(text)) for key, text in sessions.contents(conn, needed).items()}
+    return [Entry(key, combined(own, key, pair), pair) for key, pair in new.items()]
+
+
+def _by_dialog(places: Iterable[Place]) -> list[list[Place]]:
+    groups: dict[tuple[str, str], list[Place]] = defaultdict(list)
+    for place in places:
+        groups[place.dialog].append(place)
+    return [sorted(group) for group in groups.values()]
+
+
+def _dialog_links(
+    conn: apsw.Connection, batch: list[Place], new: set[int], stored: StoredLinks
+) -> dict[int, Links]:
+    """Links of the batch's documents of one dialog and of the indexed ones beside them."""
+    low, high = batch[0], batch[-1]
+    inside = sessions.indexed_between(conn, low, high) if len(batch) > 1 else []
+    chain: list[int | None] = [
+        sessions.indexed_before(conn, low),
+        *(p.key for p in sorted([*batch, *inside])),
+        sessions.indexed_after(conn, high),
+    ]
+    out: dict[int, Links] = {}
+    for i in range(1, len(chain) - 1):
+        key, previous, following = chain[i], chain[i - 1], chain[i + 1]
+        if key is None:  # pragma: no cover - only the ends may be absent
+            continue
+        if key in new or previous in new or following in new:
+            out[key] = (previous, following)
+    first, last = chain[0], chain[-1]
+    if first is not None:
+        out[first] = (stored(first)[0], chain[1])
+    if last is not None:
+        out[last] = (chain[-2], stored(last)[1])
+    return out

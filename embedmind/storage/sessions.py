@@ -1,0 +1,110 @@
+"""SQL for session context: where a memory sits in its dialog, among the indexed memories.
+
+A dialog is the memories of one ``(namespace, session_id)``, ordered by
+``created_at`` then key (write order). Only memories the lexical index holds
+(rows of ``lex_docs``) take part, so a forgotten memory has no place in it.
+The per-store switch lives in ``meta`` under :data:`SWITCH`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import apsw
+
+SWITCH = "lexical.session_context"
+"""``meta`` key: ``"on"`` when the lexical postings carry session context."""
+
+
+@dataclass(frozen=True, order=True)
+class Place:
+    """A memory's position: its dialog and its order key within it."""
+
+    namespace: str
+    session_id: str
+    created_at: int
+    key: int
+
+    @property
+    def dialog(self) -> tuple[str, str]:
+        """The ``(namespace, session_id)`` it belongs to."""
+        return self.namespace, self.session_id
+
+
+def enabled(conn: apsw.Connection) -> bool:
+    """Whether this store's postings carry session context."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (SWITCH,)).fetchone()
+    return row is not None and row[0] == "on"
+
+
+def set_enabled(conn: apsw.Connection, on: bool) -> None:
+    """Record the switch (the caller rebuilds the postings in the same transaction)."""
+    if on:
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 'on')", (SWITCH,))
+    else:
+        conn.execute("DELETE FROM meta WHERE key = ?", (SWITCH,))
+
+
+def places(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, Place]:
+    """The places of those ``keys`` whose memory has a session."""
+    sql = (
+        "SELECT key, namespace, session_id, created_at FROM memories "
+        "WHERE key IN (SELECT value FROM json_each(?)) AND session_id IS NOT NULL"
+    )
+    return {
+        int(k): Place(str(ns), str(sid), int(at), int(k))
+        for k, ns, sid, at in conn.execute(sql, (json.dumps(list(keys)),))
+    }
+
+
+_INDEXED = "EXISTS (SELECT 1 FROM lex_docs AS d WHERE d.key = m.key)"
+
+
+def indexed_before(conn: apsw.Connection, place: Place) -> int | None:
+    """The indexed memory just before ``place`` in its dialog."""
+    row = conn.execute(
+        "SELECT m.key FROM memories AS m WHERE m.namespace = ? AND m.session_id = ? "
+        f"AND (m.created_at < ? OR (m.created_at = ? AND m.key < ?)) AND {_INDEXED} "
+        "ORDER BY m.created_at DESC, m.key DESC LIMIT 1",
+        (place.namespace, place.session_id, place.created_at, place.created_at, place.key),
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def indexed_after(conn: apsw.Connection, place: Place) -> int | None:
+    """The indexed memory just after ``place`` in its dialog."""
+    row = conn.execute(
+        "SELECT m.key FROM memories AS m WHERE m.namespace = ? AND m.session_id = ? "
+        f"AND (m.created_at > ? OR (m.created_at = ? AND m.key > ?)) AND {_INDEXED} "
+        "ORDER BY m.created_at, m.key LIMIT 1",
+        (place.namespace, place.session_id, place.created_at, place.created_at, place.key),
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def indexed_between(conn: apsw.Connection, low: Place, high: Place) -> list[Place]:
+    """The indexed memories of the dialog strictly between ``low`` and ``high``."""
+    rows = conn.execute(
+        "SELECT m.key, m.created_at FROM memories AS m WHERE m.namespace = ? "
+        "AND m.session_id = ? AND (m.created_at > ? OR (m.created_at = ? AND m.key > ?)) "
+        f"AND (m.created_at < ? OR (m.created_at = ? AND m.key < ?)) AND {_INDEXED}",
+        (
+            low.namespace, low.session_id, low.created_at, low.created_at, low.key,
+            high.created_at, high.created_at, high.key,
+        ),
+    )  # fmt: skip
+    return [Place(low.namespace, low.session_id, int(at), int(k)) for k, at in rows]
+
+
+def contents(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, str]:
+    """The current content of each of ``keys`` that exists."""
+    sql = "SELECT key, content FROM memories WHERE key IN (SELECT value FROM json_each(?))"
+    return {int(k): str(c) for k, c in conn.execute(sql, (json.dumps(list(keys)),))}
+
+
+def unforgotten(conn: apsw.Connection) -> list[tuple[int, str]]:
+    """``(key, content)`` of every memory not forgotten, by key: what the index holds."""
+    sql = "SELECT key, content FROM memories WHERE forgotten_at IS NULL ORDER BY key"
+    return [(int(k), str(c)) for k, c in conn.execute(sql)]
