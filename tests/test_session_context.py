@@ -197,3 +197,24 @@ def test_an_upsert_that_changes_only_the_session_moves_the_context() -> None:
         kept, fresh = rebuilt(store)
         assert kept == fresh
         assert store.recall("recital", mode="text").ids == ["q"]
+
+
+def test_explain_helper_names_the_terms_found_through_context() -> None:
+    from embedmind.lexical.context import context_terms
+
+    with embedmind.Store.open(":memory:", embedder=None) as store:
+        turns = ["where do you live now?", "in lisbon, since may"]
+        written = store.remember_many(
+            [
+                embedmind.Draft(t, session_id="s", created_at=T0 + dt.timedelta(minutes=i))
+                for i, t in enumerate(turns)
+            ]
+        )
+        answer = written[1]
+        with store._db.read() as conn:
+            (row,) = conn.execute("SELECT key FROM memories WHERE id = ?", (answer.id,))
+            assert context_terms(conn, row[0], answer.content, "where live lisbon") == ()
+        switch(store, True)
+        with store._db.read() as conn:
+            found = context_terms(conn, row[0], answer.content, "where live lisbon")
+        assert found == tuple(analyze("live"))

@@ -7,7 +7,9 @@ embedder and written with ``remember_many`` (vectors given, so the embedding
 and the writes are timed apart); every question is then asked through
 ``Store.recall`` in ``text``, ``vector`` and ``hybrid`` mode (query embedding
 included), beside the fusion recall used before (:data:`BEFORE`, depth ``2k``
-and RRF 60, rebuilt from the same store's text and vector lists), and
+and RRF 60, rebuilt from the same store's text and vector lists), beside a
+second store holding the same turns with session context on
+(:mod:`.locomo_context`: ``text+context``, ``hybrid+context``), and
 round-robin with three anchors over the same turns and vectors:
 bm25s, exact cosine, and their RRF (:mod:`.locomo_anchors`). Figures:
 recall@5/10 and hit@5/10 overall and per category, p50/p95 per method.
@@ -28,6 +30,7 @@ import numpy as np
 
 from embedmind.benchmarks import locomo_anchors as anchors
 from embedmind.benchmarks import metrics
+from embedmind.benchmarks.locomo_context import set_session_context, text_only_ingest
 from embedmind.benchmarks.locomo_data import (
     CATEGORIES,
     KS,
@@ -59,6 +62,8 @@ PAIRS = (
     ("hybrid", "text"),
     ("hybrid", "vector"),
     ("hybrid", BEFORE),
+    ("hybrid+context", "hybrid"),
+    ("hybrid+context", BEFORE),
 )
 
 
@@ -81,10 +86,16 @@ class Options:
     workdir: Path | None = None
 
 
-def _ingest(store: Store, data: Dataset, embedder: Embedder) -> tuple[np.ndarray, dict[str, Any]]:
-    """Embed every turn, then write them with their vectors; return vectors and timings."""
+def _ingest(
+    store: Store, data: Dataset, embedder: Embedder, given: np.ndarray | None = None
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Embed every turn (unless ``given``), then write them with their vectors."""
     started = time.perf_counter()
-    vectors = np.asarray(embedder.embed_documents([d.content for d in data.drafts]), np.float32)
+    vectors = (
+        given
+        if given is not None
+        else np.asarray(embedder.embed_documents([d.content for d in data.drafts]), np.float32)
+    )
     embed_s = time.perf_counter() - started
     drafts = [dataclasses.replace(d, vector=v) for d, v in zip(data.drafts, vectors, strict=True)]
     started = time.perf_counter()
@@ -109,18 +120,22 @@ def _searchers(
     embedder: Embedder,
     options: Options,
     skipped: dict[str, str],
+    context: Store | None = None,
 ) -> dict[str, Searcher]:
     """One searcher per method: embedmind's three modes, then the anchors."""
 
-    def mode_searcher(mode: str) -> Searcher:
+    def mode_searcher(mode: str, asked: Store = store) -> Searcher:
         def search(i: int) -> list[Any]:
             q = questions[i]
-            return store.recall(q.text, k=max(KS), namespace=q.namespace, mode=mode).ids
+            return asked.recall(q.text, k=max(KS), namespace=q.namespace, mode=mode).ids
 
         return search
 
     found: dict[str, Searcher] = {mode: mode_searcher(mode) for mode in MODES}
     found[BEFORE] = _before_searcher(store, questions)
+    if context is not None:
+        for mode in ("text", "hybrid"):
+            found[f"{mode}+context"] = mode_searcher(mode, context)
     if not options.anchors:
         return found
     qvecs = {q.text: np.asarray(embedder.embed_query(q.text), np.float32) for q in questions}
@@ -178,6 +193,13 @@ def _tables(methods: dict[str, Any], questions: int, ingest: dict[str, Any]) -> 
         f"writes {ingest['write_turns_per_s']:,.0f} turns/s, "
         f"{ingest['turns_per_s_with_embedding']:,.0f} turns/s with embedding"
     )
+    text_only = ingest.get("text_only")
+    if text_only:
+        latency.notes.append(
+            f"text-only ingest (lexical indexing): {text_only['without_context_s']:.3f} s "
+            f"without session context, {text_only['with_context_s']:.3f} s with "
+            f"({text_only['ratio']:.2f}x)"
+        )
     return [quality, latency]
 
 
@@ -191,6 +213,7 @@ def _ratios(methods: dict[str, Any]) -> dict[str, float | None]:
             out[f"{figure}.{ours}/{theirs}"] = metrics.ratio(a, b)
     p50 = {name: m["latency"]["p50_ms"] for name, m in methods.items()}
     out["p50.hybrid/text"] = metrics.ratio(p50.get("hybrid"), p50.get("text"))
+    out["p50.hybrid+context/hybrid"] = metrics.ratio(p50.get("hybrid+context"), p50.get("hybrid"))
     return out
 
 
@@ -222,12 +245,18 @@ def run(
     with (
         tempfile.TemporaryDirectory(prefix="embedmind-bench-", dir=options.workdir) as tmp,
         Store.open(Path(tmp) / "locomo.mind", embedder=embedder, synchronous="NORMAL") as store,
+        Store.open(Path(tmp) / "context.mind", embedder=embedder, synchronous="NORMAL") as ctx,
     ):
         vectors, ingest = _ingest(store, data, embedder)
-        searchers = _searchers(store, data, questions, vectors, embedder, options, outcome.skipped)
+        set_session_context(ctx, True)
+        ingest["with_context"] = _ingest(ctx, data, embedder, vectors)[1]
+        searchers = _searchers(
+            store, data, questions, vectors, embedder, options, outcome.skipped, ctx
+        )
         bar = progress("LoCoMo questions", len(questions))
         runs = round_robin(searchers, len(questions), warmup=5, bar=bar)
         bar.close()
+        ingest["text_only"] = text_only_ingest(data, Path(tmp))
     methods: dict[str, Any] = {}
     for name, found in runs.items():
         if found.error:

@@ -22,9 +22,9 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from embedmind.benchmarks.locomo_context import set_session_context
 from embedmind.benchmarks.locomo_data import Dataset, Question, data_path, load, score
 from embedmind.fusion import rrf
-from embedmind.storage import records
 from embedmind.store import Store
 
 DEEP = 200
@@ -111,12 +111,6 @@ def report(questions: Sequence[Question], lists: Lists) -> Iterable[str]:
     yield f"today (20, 60): {table[20, 60]['recall@10']:.3f} / {table[20, 60]['hit@10']:.3f}"
     overall, picks = leave_one_out(questions, lists)
     yield f"leave-one-conversation-out: {_pair(overall)} {picks}"
-
-
-def set_session_context(store: Store, on: bool) -> None:
-    """Turn the store's session context on or off (re-indexes its postings)."""
-    with store._db.write() as conn:  # no public switch yet: see docs/benchmarks.md
-        store._lexical.rebuild(conn, records.next_write_seq(conn), session_context=on)
 
 
 def main(argv: Sequence[str] = ()) -> None:

@@ -27,7 +27,7 @@ import apsw
 
 from embedmind.lexical.analyzer import analyze
 from embedmind.storage import sessions
-from embedmind.storage.postings import Links
+from embedmind.storage.postings import Links, get_entry, lookup_terms
 from embedmind.storage.sessions import Place
 
 WEIGHT_OWN = 2
@@ -130,3 +130,21 @@ def _dialog_links(
     if last is not None:
         out[last] = (chain[-2], stored(last)[1])
     return out
+
+
+def context_terms(conn: apsw.Connection, key: int, content: str, query: str) -> tuple[str, ...]:
+    """The query terms a document matches only through its neighbours' text (for explain).
+
+    Empty when the document's own words hold every query term it matches, or
+    when its postings carry no context.
+    """
+    own = set(analyze(content))
+    wanted = [term for term in dict.fromkeys(analyze(query)) if term not in own]
+    if not wanted:
+        return ()
+    entry = get_entry(conn, key)
+    if entry is None or entry[3] == (None, None):
+        return ()
+    held = set(entry[1].tolist())
+    rows = lookup_terms(conn, wanted)
+    return tuple(term for term in wanted if term in rows and rows[term].term_id in held)
