@@ -20,6 +20,7 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
+from embedmind.benchmarks.locomo_context import set_session_context
 from embedmind.benchmarks.optional import load
 from embedmind.benchmarks.vectordata import Matrix
 from embedmind.model import Draft
@@ -84,7 +85,14 @@ class EmbedmindPeer:
         step: Step,
         sessions: Sequence[Session] | None = None,
     ) -> None:
-        """``remember_many`` in batches of ``BATCH``, one transaction each, in the given order."""
+        """``remember_many`` in batches of ``BATCH``, one transaction each, in the given order.
+
+        With sessions (LoCoMo), session context is turned on first: the
+        figures reported beside the peers are the engine's new ones.
+        """
+        if sessions:
+            set_session_context(self._store, True)
+            self.settings["session_context"] = True
         for start in range(0, len(ids), BATCH):
             end = min(start + BATCH, len(ids))
             drafts = [

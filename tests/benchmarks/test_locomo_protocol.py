@@ -50,4 +50,7 @@ def test_the_peers_benchmark_gives_embedmind_the_sessions(tmp_path: Path) -> Non
     store = peer.store
     assert [store.get(i).session_id for i in ids] == [s for s, _ in sessions]  # type: ignore[union-attr]
     assert [store.get(i).created_at for i in ids] == [c for _, c in sessions]  # type: ignore[union-attr]
+    assert peer.settings["session_context"] is True
+    # D1:2 ("what breed") is found through D1:1's words, its dialog neighbour.
+    assert "conv-9/D1:2" in store.recall("dog", mode="text").ids
     peer.close()
