@@ -10,11 +10,13 @@ Operators: ``$eq $ne $gt $gte $lt $lte $in $nin $exists $contains $all $any``,
 the string operators ``$match`` (substring) and ``$imatch`` (case-insensitive
 substring), and ``$empty`` (absent, null, ``""`` or ``[]``),
 combined with ``$and``, ``$or`` and ``$not`` to any depth (up to
-:data:`MAX_DEPTH`). The full semantics live in ``docs/reference/where.md``; in
-short, an absent key is a non-match except for ``$ne``, ``$nin`` and
-``$exists: false``, which it satisfies (as in MongoDB and LlamaIndex), and a
-present value whose type an operator cannot compare (``{"$gt": 3}`` against a
-string, ``$contains`` against a non-list) raises :class:`FilterTypeError`.
+:data:`MAX_DEPTH`). A filter compiles to at most :data:`MAX_CONDITIONS`
+conditions and a ``$and``/``$or`` lists at most :data:`MAX_BRANCHES`. The full
+semantics live in ``docs/reference/where.md``; in short, an absent key is a
+non-match except for ``$ne``, ``$nin`` and ``$exists: false``, which it
+satisfies (as in MongoDB and LlamaIndex), and a present value whose type an
+operator cannot compare (``{"$gt": 3}`` against a string, ``$contains``
+against a non-list) raises :class:`FilterTypeError`.
 
 Nothing the caller writes reaches SQL text: keys and values are bound
 parameters, operators select engine-written SQL snippets, and metadata is read
@@ -35,6 +37,17 @@ from embedmind.errors import FilterTypeError, InvalidFilterError
 
 MAX_DEPTH = 32
 MAX_ALL_VALUES = 1_000
+MAX_CONDITIONS = 2_000
+"""Most conditions one filter may compile to: each key test is one, each ``$all``
+value one more, and each comparison or list operator one more (its type check);
+a ``$in`` list is one whatever its length. Each condition is a correlated
+subquery, and SQLite's statement preparation grows with their square (about
+0.5 s at 2,000, 2.5 s at 4,000); the balanced joins keep the expression far
+below SQLite's depth limit (1,000), and 2,000 conditions bind at most 6,000 of
+its 32,766 values."""
+MAX_BRANCHES = MAX_CONDITIONS
+"""Most filters a ``$and`` or ``$or`` may list (each is at least one condition
+unless it is empty, so a longer list is refused before it is compiled)."""
 TYPE_ERROR_FUNCTION = "em_filter_type_error"
 _INT64 = (-(2**63), 2**63 - 1)
 _NUMBER_TYPES = "('integer','real')"
@@ -100,7 +113,7 @@ def compile_where(where: Mapping[str, Any] | None, metadata_column: str) -> Comp
     match, params = compiler.node(where, depth=0)
     if match == "1":
         return None
-    check = " OR ".join(compiler.checks) if compiler.checks else "0"
+    check = _join([(sql, []) for sql in compiler.checks], "OR")[0] if compiler.checks else "0"
     return CompiledFilter(match, tuple(params), f"({check})", tuple(compiler.check_params))
 
 
@@ -114,6 +127,23 @@ class _Compiler:
         self.column = column
         self.checks: list[str] = []
         self.check_params: list[Any] = []
+        self.conditions = 0
+
+    def spend(self, count: int = 1) -> None:
+        """Count ``count`` more conditions; refuse past :data:`MAX_CONDITIONS`.
+
+        Past it, SQLite's own limits (or minutes of statement preparation) would
+        surface as a StorageError naming a statement the caller never wrote.
+        """
+        self.conditions += count
+        if self.conditions > MAX_CONDITIONS:
+            raise InvalidFilterError(
+                "where",
+                f"compiles to more than {MAX_CONDITIONS} conditions (each key test, $all value "
+                "and type check of a comparison or list operator is one); put many values of "
+                "one key in one $in (or $nin, $any) list, which is one condition, or split "
+                "the query",
+            )
 
     def node(self, where: object, depth: int) -> Sql:
         if not isinstance(where, Mapping):
@@ -128,6 +158,12 @@ class _Compiler:
         if key in ("$and", "$or"):
             if not isinstance(value, Sequence) or isinstance(value, str | bytes) or not value:
                 raise InvalidFilterError("where", f"{key} takes a non-empty list of filters")
+            if len(value) > MAX_BRANCHES:
+                raise InvalidFilterError(
+                    "where",
+                    f"{key} lists {len(value)} filters, more than {MAX_BRANCHES}; put many "
+                    "values of one key in one $in (or $nin, $any) list instead",
+                )
             return _join([self.node(item, depth + 1) for item in value], key[1:].upper())
         if key == "$not":
             sql, params = self.node(value, depth + 1)
@@ -181,6 +217,7 @@ class _Compiler:
     def entry(self, key: str, condition: Sql) -> Sql:
         """EXISTS over the top-level entry ``key`` (bound, never spliced into a path)."""
         sql, params = condition
+        self.spend()
         return (
             f"EXISTS (SELECT 1 FROM json_each({self.column}) AS je WHERE je.key = ? AND {sql})",
             [key, *params],
@@ -204,9 +241,11 @@ class _Compiler:
             raise InvalidFilterError("where", f"$all on {key!r} takes at most {MAX_ALL_VALUES}")
         self.add_check(key, op, "je.type <> 'array'")
         if op == "$all":
+            self.spend(len(values))  # one subquery per value
             parts = [_element_exists(_equals_sql("el", v)) for v in values]
             inner = _join(parts, "AND") if parts else ("1", [])
         elif values:
+            self.spend()
             inner = _element_exists(_one_of_sql("el", values))
         else:
             return "0", []
@@ -220,16 +259,25 @@ class _Compiler:
             f"EXISTS (SELECT 1 FROM json_each({self.column}) AS je WHERE je.key = ? "
             f"AND ({mismatch}) AND {TYPE_ERROR_FUNCTION}(?, ?))"
         )
+        self.spend()
         self.check_params += [key, key, op]
 
 
 def _join(parts: list[Sql], joiner: str) -> Sql:
+    """Join conditions as a balanced, parenthesised tree.
+
+    SQLite parses ``a OR b OR c ...`` as a left-deep tree and refuses one deeper
+    than its expression depth limit (1,000): a flat 990-way ``$or`` failed. A
+    balanced tree is ``log2(n)`` deep, so only :data:`MAX_CONDITIONS` bounds
+    the number of conditions.
+    """
     if not parts:
         return "1", []
     if len(parts) == 1:
         return parts[0]
-    sql = f" {joiner} ".join(sql for sql, _ in parts)
-    return f"({sql})", [p for _, params in parts for p in params]
+    half = len(parts) // 2
+    left, right = _join(parts[:half], joiner), _join(parts[half:], joiner)
+    return f"({left[0]} {joiner} {right[0]})", [*left[1], *right[1]]
 
 
 def _negate_unless(keep: bool, condition: Sql) -> Sql:

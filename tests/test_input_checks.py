@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import where_listing
 
 import embedmind
+from embedmind import filters
 from embedmind.cli.main import EXIT_INVALID
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.policies import EvictionPolicy, FragmentPolicy
@@ -288,3 +290,80 @@ def test_policy_with_an_invalid_namespace_scope_is_refused_at_construction(
         with pytest.raises(embedmind.InvalidInputError) as info:
             make()
         assert info.value.field == "namespaces"
+
+
+# --- where filters past SQLite's limits --------------------------------------------------------
+
+LIMIT = filters.MAX_CONDITIONS
+ROWS = {"r0": {"a": 0, "t": [0, 1]}, "r1": {"a": 7, "t": [7]}, "r2": {"a": "x"}}
+# Conditions per leaf, as MAX_CONDITIONS documents them: one per key test, one per $all
+# value, one for the type check of a comparison or list operator; a $in list is one.
+SHAPES: dict[str, tuple[int, Any]] = {
+    "eq": (1, lambda i: {"a": i}),
+    "in": (1, lambda i: {"a": {"$in": [i, i + 1, i + 2]}}),
+    "gte": (2, lambda i: {"a": {"$gte": i}}),
+    "all": (4, lambda i: {"t": {"$all": [i, i + 1]}}),
+}
+
+
+def _listing(store: embedmind.Store, where: dict[str, Any], how: str) -> set[str]:
+    if how == "iter":
+        return {m.id for m in store.iter(where=where)}
+    return set(store.recall("apple", mode=how, k=10, where=where).ids)
+
+
+@pytest.fixture(scope="module")
+def rows() -> Any:
+    with embedmind.Store.open(":memory:", embedder=HashingEmbedder()) as store:
+        for memory_id, metadata in ROWS.items():
+            store.remember("apple orchard", id=memory_id, metadata=metadata)
+        yield store
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    shape=st.sampled_from(sorted(SHAPES)),
+    extra=st.integers(min_value=-2, max_value=2),
+    joiner=st.sampled_from(["$or", "$and"]),
+    wrappers=st.lists(st.sampled_from(["$not", "$and", "$or"]), max_size=filters.MAX_DEPTH - 1),
+    how=st.sampled_from(["iter", "text", "vector", "hybrid"]),
+)
+def test_a_filter_up_to_the_condition_limit_runs_and_one_past_is_refused(
+    rows: embedmind.Store, shape: str, extra: int, joiner: str, wrappers: list[str], how: str
+) -> None:
+    """Oracle: runs (matching tests/oracles.py) iff it has at most MAX_CONDITIONS conditions."""
+    cost, leaf = SHAPES[shape]
+    branches = LIMIT // cost + extra
+    where: dict[str, Any] = {joiner: [leaf(i) for i in range(branches)]}
+    for wrapper in wrappers:  # nesting adds SQL depth but no condition
+        where = {wrapper: where} if wrapper == "$not" else {wrapper: [where]}
+    if branches * cost > LIMIT:
+        with pytest.raises(embedmind.InvalidFilterError, match=f"more than {LIMIT}"):
+            _listing(rows, where, how)
+        return
+    expected = where_listing(where, ROWS)
+    if expected is None:
+        with pytest.raises(embedmind.FilterTypeError):
+            _listing(rows, where, how)
+    else:
+        assert _listing(rows, where, how) == expected
+
+
+def test_the_issue_5000_way_or_is_a_filter_error_naming_the_limit(rows: embedmind.Store) -> None:
+    with pytest.raises(embedmind.InvalidFilterError, match=r"\$in") as info:
+        _listing(rows, {"$or": [{"a": i} for i in range(5_000)]}, "text")
+    assert f"more than {LIMIT}" in str(info.value)
+    # What the message suggests: one $in, whatever its length.
+    assert _listing(rows, {"a": {"$in": list(range(5_000))}}, "text") == {"r0", "r1"}
+
+
+def test_many_keys_in_one_object_and_long_lists_are_bounded(rows: embedmind.Store) -> None:
+    assert _listing(rows, {f"k{i}": {"$exists": False} for i in range(LIMIT)}, "iter") == set(ROWS)
+    with pytest.raises(embedmind.InvalidFilterError, match=f"more than {LIMIT} conditions"):
+        _listing(rows, {f"k{i}": {"$exists": False} for i in range(LIMIT + 1)}, "iter")
+    # Empty branches are no condition; a list longer than MAX_BRANCHES is refused before compiling.
+    assert _listing(rows, {"$or": [{}] * filters.MAX_BRANCHES}, "iter") == set(ROWS)
+    with pytest.raises(embedmind.InvalidFilterError, match=f"more than {filters.MAX_BRANCHES}"):
+        _listing(rows, {"$or": [{}] * (filters.MAX_BRANCHES + 1)}, "iter")
+    # The documented $all limit still fits: 1,000 values, its key test and its type check.
+    assert _listing(rows, {"t": {"$all": [0] * filters.MAX_ALL_VALUES}}, "iter") == {"r0"}
