@@ -15,11 +15,16 @@ $(BIN)/python:
 
 ADAPTERS := adapters/langchain adapters/llamaindex
 
-# `make demo` needs the engine only (no dev tools); `make test` installs the rest.
+# `make demo` needs the engine only (no dev tools): not editable, because every
+# editable mode of setuptools prints a warning for this layout, so it is reinstalled
+# when a file of the engine changes. Once `make test` has installed the dev chain
+# (the engine editable), the demo keeps that install current instead.
 DEMO_STAMP := $(VENV)/.demo-installed
+ENGINE_FILES := $(shell find embedmind -type f -not -path '*/__pycache__/*')
 
-$(DEMO_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e .
+$(DEMO_STAMP): pyproject.toml $(ENGINE_FILES) | $(BIN)/python
+	if [ -f $(STAMP) ]; then $(MAKE) --no-print-directory $(STAMP); \
+	else $(BIN)/python -m pip install $(PIP_FLAGS) .; fi
 	touch $(DEMO_STAMP)
 
 $(STAMP): pyproject.toml $(foreach a,$(ADAPTERS),$(a)/pyproject.toml) | $(BIN)/python
