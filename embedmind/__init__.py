@@ -2,6 +2,7 @@
 
 from embedmind.errors import (
     ConflictError,
+    DamagedRecordError,
     EmbedderError,
     EmbedderMismatchError,
     EmbedmindError,
@@ -9,6 +10,7 @@ from embedmind.errors import (
     InvalidFilterError,
     InvalidInputError,
     NotFoundError,
+    RedactionIncompleteError,
     SchemaVersionError,
     StorageError,
     StoreBusyError,
@@ -37,6 +39,7 @@ __all__ = [
     "AgentStats",
     "ChannelScore",
     "ConflictError",
+    "DamagedRecordError",
     "Draft",
     "EmbedderError",
     "EmbedderMismatchError",
@@ -50,6 +53,7 @@ __all__ = [
     "Mode",
     "NotFoundError",
     "Recall",
+    "RedactionIncompleteError",
     "Remembered",
     "SchemaVersionError",
     "SimilarMemory",

@@ -96,6 +96,54 @@ class StoreBusyError(StorageError, TimeoutError):
         self.waited = waited
 
 
+REPAIR_HINT = (
+    "restore it from an export or backup (import_jsonl), or replace it with "
+    "store.redact(id, content) or drop it with store.forget(id) / store.delete(id)"
+)
+
+
+class DamagedRecordError(StorageError):
+    """A stored memory no longer reads back as it was written; other memories are unaffected.
+
+    Attributes:
+        ids: The damaged memories (their internal key as ``"key:N"`` when even
+            the id cannot be read).
+        reason: What is wrong, e.g. ``"content is not valid UTF-8"``.
+    """
+
+    def __init__(self, ids: list[str], reason: str) -> None:
+        named = ", ".join(repr(i) for i in ids[:10]) + (" ..." if len(ids) > 10 else "")
+        super().__init__(
+            f"memory {named} is damaged in the store file ({reason}); {REPAIR_HINT}; "
+            "`embedmind doctor --verify` lists every damaged memory"
+        )
+        self.ids = tuple(ids)
+        self.reason = reason
+
+
+class RedactionIncompleteError(StorageError, TimeoutError):
+    """A redaction committed, but the old content may still be in the write-ahead log.
+
+    The memory already holds the new content everywhere it is read from; what
+    is not done is the truncation of the WAL, which still holds the pages of
+    the old content until every reader of an older snapshot has finished.
+
+    Attributes:
+        id: The redacted memory.
+        reason: What prevented the truncation.
+    """
+
+    def __init__(self, id: str, reason: str, timeout: float) -> None:
+        super().__init__(
+            f"redacted {id!r}: the new content is committed, but the old bytes remain in the "
+            f"write-ahead log because {reason} (waited {timeout:g}s); they are removed once "
+            "readers finish: run the same redact again, or vacuum(), when they have "
+            "(a longer checkpoint_timeout= waits for them)"
+        )
+        self.id = id
+        self.reason = reason
+
+
 class SchemaVersionError(StorageError):
     """The store file was written by a newer embedmind (or is not an embedmind store).
 

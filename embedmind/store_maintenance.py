@@ -20,14 +20,18 @@ from typing import TYPE_CHECKING
 
 from embedmind import drafts
 from embedmind.embedders.protocol import Embedder
-from embedmind.errors import InvalidInputError, NotFoundError, StorageError
+from embedmind.errors import (
+    InvalidInputError,
+    NotFoundError,
+    RedactionIncompleteError,
+    StorageError,
+)
 from embedmind.ids import validate_id
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Draft, Memory
 from embedmind.storage import records
 from embedmind.storage.crashpoints import crashpoint
 from embedmind.storage.database import CHECKPOINT_TIMEOUT, Database
-from embedmind.storage.integrity import RedactionIncompleteError
 from embedmind.timestamps import resolve_now
 from embedmind.vectors.embedding import Embedded, embed_contents
 from embedmind.vectors.hnsw import VectorIndex
@@ -94,7 +98,9 @@ class MaintenanceMethods:
 
         Raises:
             NotFoundError: When ``id`` does not exist or was forgotten.
-            InvalidInputError: When an argument is invalid (nothing is written).
+            InvalidInputError: When an argument is invalid, ``new_content`` empty
+                or only whitespace among them (redact to a placeholder such as
+                ``"[redacted]"``); nothing is written.
             RedactionIncompleteError: When the change committed but the WAL could
                 not be truncated within ``checkpoint_timeout`` (a reader holds a
                 snapshot, or the disk is full): the old bytes stay in the WAL

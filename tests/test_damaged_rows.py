@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import embedmind
+from embedmind import DamagedRecordError
 from embedmind.drafts import fingerprint
-from embedmind.storage.integrity import DamagedRecordError
 
 CONTENT = "Bob keeps the spare key under the blue flowerpot"
 OTHER = "Carol waters the garden every Sunday morning"

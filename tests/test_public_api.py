@@ -7,9 +7,10 @@ import inspect
 import embedmind
 
 PUBLIC = [
-    "AgentStats", "ChannelScore", "ConflictError", "Draft", "EmbedderError",
+    "AgentStats", "ChannelScore", "ConflictError", "DamagedRecordError", "Draft", "EmbedderError",
     "EmbedderMismatchError", "EmbedmindError", "FilterTypeError", "Hit", "InvalidFilterError",
-    "InvalidInputError", "Level", "Memory", "Mode", "NotFoundError", "Recall", "Remembered",
+    "InvalidInputError", "Level", "Memory", "Mode", "NotFoundError", "Recall",
+    "RedactionIncompleteError", "Remembered",
     "SchemaVersionError", "SimilarMemory", "Stats", "StorageError", "Store", "StoreBusyError",
     "StoreClosedError", "Tier", "__version__", "reembed",
 ]  # fmt: skip

@@ -20,8 +20,8 @@ import pytest
 from tooling.children import child_env
 
 import embedmind
+from embedmind import RedactionIncompleteError
 from embedmind.embedders.hashing import HashingEmbedder
-from embedmind.storage.integrity import RedactionIncompleteError
 
 SECRET = "swordfish-Kx81SECRETvalueTOREMOVE"
 BOUND = 1.5
@@ -125,7 +125,7 @@ def test_vacuum_with_a_reader_holding_a_snapshot_is_bounded(tmp_path: Path) -> N
     try:
         with embedmind.Store.open(path, embedder=HashingEmbedder(32)) as store:
             started = time.monotonic()
-            report = store.vacuum()
+            report = store.vacuum(checkpoint_timeout=BOUND)
             elapsed = time.monotonic() - started
     finally:
         _release(holder)

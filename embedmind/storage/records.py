@@ -14,6 +14,7 @@ from typing import Any
 import apsw
 
 from embedmind.drafts import Prepared, decode_metadata
+from embedmind.errors import DamagedRecordError
 from embedmind.model import Level, Memory, Tier
 from embedmind.storage import integrity
 from embedmind.storage.connection import fetch_one
@@ -233,12 +234,12 @@ def checked_rows(conn: apsw.Connection, template: str, params: Sequence[Any]) ->
         rows = conn.execute(template.format(columns=COLUMNS), params).fetchall()
     except UnicodeDecodeError:
         raw = conn.execute(template.format(columns=_BLOB_COLUMNS), params).fetchall()
-        raise integrity.DamagedRecordError(
+        raise DamagedRecordError(
             [_name(row) for row in raw if not _decodes(row)], "a text value is not valid UTF-8"
         ) from None
     damaged = [str(row[1]) for row in rows if integrity.content_problem(row[3], row[19])]
     if damaged:
-        raise integrity.DamagedRecordError(damaged, "content no longer matches its fingerprint")
+        raise DamagedRecordError(damaged, "content no longer matches its fingerprint")
     return rows
 
 
@@ -452,7 +453,7 @@ def export_page(conn: apsw.Connection, after: int, limit: int) -> list[dict[str,
     # An export never carries a damaged memory as if it were sound.
     damaged = [str(row[1]) for row in rows if integrity.content_problem(row[3], row[19])]
     if damaged:
-        raise integrity.DamagedRecordError(damaged, "content no longer matches its fingerprint")
+        raise DamagedRecordError(damaged, "content no longer matches its fingerprint")
     out = []
     for row in rows:
         item = dict(zip(EXPORT_COLUMNS, row, strict=True))
