@@ -133,13 +133,16 @@ class WriteMethods:
                 replaces: they leave recall but stay readable as history.
             dedup: ``"exact"`` returns the live memory with the same normalised
                 content (same namespace and tier) instead of writing a twin.
-            now: The write instant (default: the clock).
+            now: The write instant (default: the clock). When superseding, it
+                (or ``valid_from``) must be later than each superseded memory's
+                ``valid_from``: an earlier one is refused, never clamped.
 
         Returns:
             The stored memory (or, with ``dedup="exact"``, the existing one).
 
         Raises:
-            InvalidInputError: When an argument is invalid; nothing is written.
+            InvalidInputError: When an argument is invalid (content empty or only
+                whitespace among them); nothing is written.
             NotFoundError: When a relation or supersede target is missing or forgotten.
             ConflictError: When ``id`` exists in another namespace.
             StoreBusyError: When another writer holds the lock too long.

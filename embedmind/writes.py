@@ -100,8 +100,8 @@ def _link_graph(
             if existing.namespace != p.namespace:
                 raise InvalidInputError(
                     "supersedes",
-                    f"{target!r} is in namespace {existing.namespace!r}, not {p.namespace!r}: "
-                    "superseding never crosses namespaces",
+                    f"{target!r} is in another namespace: superseding never crosses "
+                    "namespaces (supersede it from its own namespace)",
                 )
             if existing.superseded_by is not None:
                 raise InvalidInputError(

@@ -116,6 +116,20 @@ def test_remember_conflict_does_not_name_the_other_namespace(store: embedmind.St
     _assert_hidden(info.value)
 
 
+def test_supersede_across_namespaces_does_not_name_the_other_namespace(
+    store: embedmind.Store,
+) -> None:
+    store.remember("secret plans", id="theirs", namespace=SECRET)
+    before = snapshot(store)
+    with pytest.raises(embedmind.InvalidInputError) as info:
+        store.remember("my version", namespace="tenant-a", supersedes=["theirs"])
+    error = info.value
+    assert "theirs" in str(error) and "another namespace" in str(error)
+    exposed = [str(error), repr(error), *map(repr, vars(error).values()), *map(repr, error.args)]
+    assert not any(SECRET in text for text in exposed)
+    assert snapshot(store) == before
+
+
 def test_import_conflict_does_not_name_the_other_namespace(store: embedmind.Store) -> None:
     with embedmind.Store.open(":memory:", embedder=None) as source:
         source.remember("mine", id="shared-id", namespace="tenant-a")

@@ -39,7 +39,7 @@ KINDS = ["refines", "mentions"]
 EMBEDDER = HashingEmbedder(dims=32)
 MIN_RECALL = 0.90
 
-contents = st.lists(st.sampled_from(WORDS), min_size=0, max_size=6).map(" ".join)
+contents = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
 metadata = st.dictionaries(
     st.sampled_from(["k", "n", "tag"]),
     st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text("xyz", max_size=3)),
