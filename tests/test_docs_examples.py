@@ -43,20 +43,6 @@ def test_json_blocks_parse() -> None:
         json.loads(block)
 
 
-def test_notebooks_are_committed_without_outputs() -> None:
-    import json
-
-    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    assert [p.name[:2] for p in notebooks] == ["01", "02", "03", "04", "05"]
-    for path in notebooks:
-        cells = json.loads(path.read_text())["cells"]
-        assert all(
-            not c.get("outputs") and not c.get("execution_count")
-            for c in cells
-            if c["cell_type"] == "code"
-        ), path
-
-
 def test_api_reference_covers_every_public_name() -> None:
     import embedmind
 
