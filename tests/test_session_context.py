@@ -13,7 +13,7 @@ from typing import Any
 
 import apsw
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import embedmind
@@ -65,11 +65,12 @@ def rebuilt(store: embedmind.Store) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
-ident = st.sampled_from([f"m{i}" for i in range(12)])
+# Few ids, mostly one dialog: removals and inserts then have neighbours.
+ident = st.sampled_from([f"m{i}" for i in range(6)])
 op = st.one_of(
     st.tuples(
-        st.just("write"), ident, text, st.sampled_from(["a", "b"]),
-        st.sampled_from(["s1", "s2", None]), st.integers(0, 6),
+        st.just("write"), ident, text, st.sampled_from(["a", "a", "b"]),
+        st.sampled_from(["s1", "s1", "s2", None]), st.integers(0, 6),
     ),
     st.tuples(st.just("forget"), ident),
     st.tuples(st.just("delete"), ident),
@@ -98,19 +99,19 @@ def apply(store: embedmind.Store, step: tuple[Any, ...], made: dict[str, str]) -
         store.vacuum()
     else:
         target = store.get(step[1])
-        if target is None:
+        if target is None or (kind == "supersede" and target.superseded_by is not None):
             return
         if kind == "redact":
             store.redact(step[1], step[2])
         else:
+            later = max(target.created_at, target.valid_from) + dt.timedelta(seconds=1)
             store.remember(
                 step[2], namespace=target.namespace, session_id=target.session_id,
-                supersedes=[step[1]], created_at=target.created_at + dt.timedelta(seconds=1),
+                supersedes=[step[1]], created_at=later, now=later,
             )  # fmt: skip
 
 
-@settings(max_examples=60)
-@given(st.lists(op, min_size=1, max_size=25))
+@given(st.lists(op, min_size=4, max_size=25))
 def test_incremental_context_equals_a_rebuild(steps: list[tuple[Any, ...]]) -> None:
     with embedmind.Store.open(":memory:", embedder=None) as store:
         switch(store, True)
@@ -218,3 +219,23 @@ def test_explain_helper_names_the_terms_found_through_context() -> None:
         with store._db.read() as conn:
             found = context_terms(conn, row[0], answer.content, "where live lisbon")
         assert found == tuple(analyze("live"))
+
+
+def test_detach_and_attach_keep_context_exact_across_a_namespace_move() -> None:
+    # What Store.move must do (it does not yet: see the xfail above).
+    with embedmind.Store.open(":memory:", embedder=None) as store:
+        switch(store, True)
+        store.remember_many(
+            [
+                embedmind.Draft(t, id=t, namespace=ns, session_id="s", created_at=T0)
+                for ns, t in (("a", "cello"), ("a", "dog"), ("a", "vet"), ("b", "bees"))
+            ]
+        )
+        with store._db.write() as conn:
+            (row,) = conn.execute("SELECT key FROM memories WHERE id = 'dog'")
+            version = records.next_write_seq(conn)
+            moved = store._lexical.detach(conn, [row[0]], version)
+            conn.execute("UPDATE memories SET namespace = 'b' WHERE key = ?", (row[0],))
+            store._lexical.attach(conn, moved, version)
+        kept, fresh = rebuilt(store)
+        assert kept == fresh

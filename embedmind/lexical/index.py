@@ -90,6 +90,22 @@ class LexicalIndex:
             self._drop(conn, entry.key, version)
         self._put(conn, entries, version)
 
+    def detach(self, conn: apsw.Connection, keys: Sequence[int], version: int) -> list[int]:
+        """Remove ``keys`` before their dialog changes (a move); return the ones that were indexed.
+
+        Call :meth:`attach` with the result once the records are changed, in
+        the same transaction, so old and new neighbours are both re-indexed.
+        """
+        indexed = [key for key in keys if store.get_doc(conn, key) is not None]
+        for key in indexed:
+            self.remove(conn, key, version)
+        return indexed
+
+    def attach(self, conn: apsw.Connection, keys: Sequence[int], version: int) -> None:
+        """Index ``keys`` again from their records' current content (after :meth:`detach`)."""
+        texts = sessions.contents(conn, keys)
+        self.add(conn, [(key, texts[key]) for key in keys if key in texts], version)
+
     def rebuild(self, conn: apsw.Connection, version: int, *, session_context: bool) -> None:
         """Re-derive every posting from the records, with session context on or off.
 
