@@ -72,7 +72,9 @@ def test_unusable_rebuild_falls_back_to_shipped_graph(
     assert "cached graph" in caplog.text
     assert "rebuilt graph" in caplog.text
     assert list(tmp_path.iterdir()) == []  # neither unusable graph is left to be loaded again
-    assert shipped.embed_query("tea") @ first.embed_query("tea") > 0.99
+    # Two quantisations of one model: close, not equal, and how close depends on
+    # the CPU's int8 kernels (0.9886 for "tea" on one x86-64 machine, > 0.99 on another).
+    assert shipped.embed_query("tea") @ first.embed_query("tea") > 0.98
 
 
 def _fail(*args: Any) -> bytes:
