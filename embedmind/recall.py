@@ -13,7 +13,6 @@ channel (no embedder, no vectors) degrades to the other and says so.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from embedmind.checks import an_int, finite_number
 from embedmind.errors import InvalidInputError
 from embedmind.fusion import fusion_depths, prefix_stable, rrf, tied_ranks
 from embedmind.lexical.channel import text_channel
@@ -75,14 +75,10 @@ class Request:
                 ``mode="vector"`` (it reranks the lexical list, which vector
                 mode does not compute).
         """
-        rrf_k = self.rrf_k
-        if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or not 0 <= rrf_k <= 10_000:
-            raise InvalidInputError("rrf_k", f"expected an int within 0-10,000, got {rrf_k!r}")
-        alpha = self.rerank_alpha
-        if alpha is None:
+        an_int(self.rrf_k, "rrf_k", low=0, high=10_000)
+        if self.rerank_alpha is None:
             return
-        if not math.isfinite(alpha):
-            raise InvalidInputError("rerank_alpha", f"expected a finite number, got {alpha!r}")
+        finite_number(self.rerank_alpha, "rerank_alpha")
         if self.mode is Mode.VECTOR:
             raise InvalidInputError(
                 "rerank_alpha",
