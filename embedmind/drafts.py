@@ -6,7 +6,6 @@ typed error that names the field and nothing is written.
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import json
 import math
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from embedmind import timestamps
+from embedmind.checks import is_number, no_surrogates
 from embedmind.errors import InvalidInputError
 from embedmind.ids import new_ulid, validate_id
 from embedmind.model import Draft, Level, Tier
@@ -80,10 +80,10 @@ def prepare(draft: Draft, now: int) -> Prepared:
         InvalidInputError: Naming the first invalid field.
     """
     content = _content(draft.content)
-    created = _optional_time(draft.created_at, "created_at")
+    created = timestamps.optional_to_micros(draft.created_at, "created_at")
     created_at = now if created is None else created
-    valid_from = _optional_time(draft.valid_from, "valid_from")
-    valid_to = _optional_time(draft.valid_to, "valid_to")
+    valid_from = timestamps.optional_to_micros(draft.valid_from, "valid_from")
+    valid_to = timestamps.optional_to_micros(draft.valid_to, "valid_to")
     start = created_at if valid_from is None else valid_from
     if valid_to is not None and valid_to <= start:
         raise InvalidInputError("valid_to", "must be later than valid_from")
@@ -179,12 +179,12 @@ def _check_json(value: object, path: str, depth: int) -> None:
         if not math.isfinite(value):
             raise InvalidInputError(path, "NaN and infinity are not JSON")
     elif isinstance(value, str):
-        _no_surrogates(value, path)
+        no_surrogates(value, path)
     elif isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidInputError(path, f"keys must be str, got {type(key).__name__}")
-            _no_surrogates(key, path)
+            no_surrogates(key, path)
             if "\x00" in key:
                 raise InvalidInputError(path, "keys must not contain NUL")
             _check_json(item, f"{path}[{key!r}]", depth + 1)
@@ -195,23 +195,12 @@ def _check_json(value: object, path: str, depth: int) -> None:
         raise InvalidInputError(path, f"{type(value).__name__} is not a JSON value")
 
 
-def _no_surrogates(text: str, field: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInputError(field, "contains unpaired surrogate characters") from None
-
-
 def _content(content: object) -> str:
     if not isinstance(content, str):
         raise InvalidInputError("content", f"expected a str, got {type(content).__name__}")
     if len(content) > MAX_CONTENT_BYTES:
         raise InvalidInputError("content", f"longer than {MAX_CONTENT_BYTES} bytes")
-    try:
-        size = len(content.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidInputError("content", "contains unpaired surrogate characters") from None
-    if size > MAX_CONTENT_BYTES:
+    if len(no_surrogates(content, "content").encode("utf-8")) > MAX_CONTENT_BYTES:
         raise InvalidInputError("content", f"longer than {MAX_CONTENT_BYTES} bytes as UTF-8")
     if content.isspace() or not content:
         # Blank content has no words and embeds to a vector near every query's, so
@@ -244,7 +233,7 @@ MAX_KIND_BYTES = 64
 def _bounded(value: object, field: str, limit: int) -> str:
     if not isinstance(value, str):
         raise InvalidInputError(field, f"expected a str, got {type(value).__name__}")
-    _no_surrogates(value, field)
+    no_surrogates(value, field)
     size = len(value.encode("utf-8"))
     if not 1 <= size <= limit or "\x00" in value:
         raise InvalidInputError(field, f"must be 1-{limit} bytes of UTF-8 without NUL")
@@ -281,7 +270,7 @@ def _plain_text(value: object, field: str) -> str:
         raise InvalidInputError(field, f"expected a str, got {type(value).__name__}")
     if "\x00" in value or len(value) > 256:
         raise InvalidInputError(field, "must be at most 256 characters, without NUL")
-    _no_surrogates(value, field)
+    no_surrogates(value, field)
     return value
 
 
@@ -293,16 +282,12 @@ def _enum(enum: type[Tier] | type[Level], value: object, field: str) -> str:
         raise InvalidInputError(field, f"{value!r} is not one of {allowed}") from None
 
 
-def _optional_time(value: _dt.datetime | None, field: str) -> int | None:
-    return None if value is None else timestamps.to_micros(value, field)
-
-
 def _expiry(draft: Draft, now: int) -> int | None:
     if draft.ttl is not None and draft.expires_at is not None:
         raise InvalidInputError("ttl", "pass either ttl or expires_at, not both")
     if draft.ttl is not None:
         return timestamps.in_range(now + timestamps.duration_micros(draft.ttl, "ttl"), "ttl")
-    return _optional_time(draft.expires_at, "expires_at")
+    return timestamps.optional_to_micros(draft.expires_at, "expires_at")
 
 
 def confidence_value(value: object) -> float:
@@ -315,7 +300,7 @@ def confidence_value(value: object) -> float:
 
 
 def _confidence(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_number(value):
         raise InvalidInputError("confidence", "expected a number in [0, 1]")
     if not 0.0 <= float(value) <= 1.0:
         raise InvalidInputError("confidence", "must be within [0, 1]")

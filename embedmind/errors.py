@@ -182,8 +182,10 @@ class EmbedderMismatchError(EmbedmindError, ValueError):
             import: the store's embedder).
         source: The export being imported, ``""`` when its name is unknown;
             ``None`` when the mismatch is the store's own.
-        name: The registered name the embedder was chosen by (the CLI's
-            ``--embedder``), when known; it goes into the suggested command.
+        name: The registered name that chooses the given embedder, when there
+            is one (the CLI's ``--embedder``, or the model id itself when it is
+            registered: :func:`embedmind.plugins.registered_name`); it goes
+            into the suggested command. ``None``: the message points to Python.
     """
 
     def __init__(
@@ -199,7 +201,7 @@ class EmbedderMismatchError(EmbedmindError, ValueError):
             message = (
                 f"store {path!r} holds vectors from {_describe(recorded)}, but it was opened "
                 f"with {_describe(given)}; open it with that embedder, or re-embed every memory "
-                f"with the new one: {_reembed_hint(path, given.get('model_id', ''), name)}"
+                f"with the new one: {_reembed_hint(path, name)}"
             )
         else:
             export = f"the export {source!r}" if source else "the export being imported"
@@ -218,15 +220,11 @@ class EmbedderMismatchError(EmbedmindError, ValueError):
         self.name = name
 
 
-def _reembed_hint(path: str, model_id: str, name: str | None) -> str:
+def _reembed_hint(path: str, name: str | None) -> str:
     """The exact way to re-embed the store at ``path`` with the embedder given."""
-    # Imported here: embedmind.plugins imports this module. The CLI's --embedder
-    # accepts only a registered name; any other embedder is an object that only
-    # Python can pass.
-    from embedmind.plugins import embedder_factory
-
-    if model_id and embedder_factory(model_id) is not None:
-        name = model_id
+    # The CLI's --embedder accepts only a registered name; any other embedder is
+    # an object that only Python can pass. The caller looks the name up: an error
+    # never loads plugins (embedmind.plugins imports this module).
     if name is None:
         return f"call `embedmind.reembed({path!r}, embedder)` in Python"
     # Global options precede the subcommand: argparse rejects them after it.

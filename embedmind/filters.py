@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from embedmind.checks import has_surrogates, is_number
 from embedmind.errors import FilterTypeError, InvalidFilterError
 
 MAX_DEPTH = 32
@@ -224,7 +225,7 @@ class _Compiler:
         )
 
     def comparison(self, key: str, op: str, arg: object) -> Sql:
-        if isinstance(arg, bool) or not isinstance(arg, int | float | str):
+        if not (is_number(arg) or isinstance(arg, str)):
             raise InvalidFilterError("where", f"{op} on {key!r} takes a number or a string")
         _scalar(arg, key, op)
         wanted = "je.type = 'text'" if isinstance(arg, str) else f"je.type IN {_NUMBER_TYPES}"
@@ -299,10 +300,8 @@ def _check_key(key: str) -> None:
 def _encodable(text: str, key: str, op: str) -> None:
     # Keys and values are bound as UTF-8: a lone surrogate would surface as a raw
     # UnicodeEncodeError from SQLite; it can never match stored metadata anyway.
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidFilterError("where", f"{op} on {key!r}: unpaired surrogate") from None
+    if has_surrogates(text):
+        raise InvalidFilterError("where", f"{op} on {key!r}: unpaired surrogate")
 
 
 def _scalar(arg: object, key: str, op: str) -> None:
@@ -350,7 +349,7 @@ def _equals_sql(alias: str, arg: object) -> Sql:
 def _one_of_sql(alias: str, args: list[Any]) -> Sql:
     """SQL for "equals one of ``args``"; big lists travel as one JSON parameter."""
     value, typ = f"{alias}.value", f"{alias}.type"
-    numbers = [a for a in args if isinstance(a, int | float) and not isinstance(a, bool)]
+    numbers = [a for a in args if is_number(a)]
     texts = [a for a in args if isinstance(a, str)]
     parts: list[str] = []
     params: list[Any] = []

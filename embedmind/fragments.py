@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from embedmind import store_writes
+from embedmind.checks import an_int, is_int, no_surrogates
 from embedmind.drafts import query_text
 from embedmind.embedders.adapt import normalized, normalized_one
 from embedmind.errors import EmbedmindError, InvalidInputError, NotFoundError
@@ -131,14 +132,11 @@ class Fragments:
         widens until ``k`` hits respecting it exist or the index is exhausted.
         """
         index = self._require_index()
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 10_000:
-            raise InvalidInputError("k", "expected an int within 1-10,000")
-        if max_per_record is not None and (
-            isinstance(max_per_record, bool)
-            or not isinstance(max_per_record, int)
-            or max_per_record < 1
-        ):
-            raise InvalidInputError("max_per_record", "expected a positive int or None")
+        an_int(k, "k", low=1, high=10_000)
+        if max_per_record is not None:
+            an_int(
+                max_per_record, "max_per_record", low=1, message="expected a positive int or None"
+            )
         vector = self._query_vector(query, index.dims)
         condition = Selection(resolve_now(now), namespace, where).compile()
         with self._store._db.read() as conn:
@@ -249,7 +247,7 @@ class Fragments:
             spans.append(_span(locator))
             if isinstance(payload, str):
                 # Stored as UTF-8 text: a lone surrogate would fail inside the transaction.
-                _encodable(payload, "fragments")
+                no_surrogates(payload, "fragments")
             texts.append(payload if isinstance(payload, str) else None)
             given.append(payload)
         to_embed = [t for t in texts if t is not None]
@@ -263,20 +261,13 @@ class Fragments:
         return spans, vectors, texts
 
 
-def _encodable(text: str, field: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInputError(field, "contains unpaired surrogate characters") from None
-
-
 def _span(locator: object) -> tuple[int, int]:
     pair: Any = (locator.start, locator.end) if isinstance(locator, Locator) else locator
     bad = InvalidInputError("locator", f"expected 0 <= start < end integers, got {locator!r}")
     if not isinstance(pair, tuple | list) or len(pair) != 2:
         raise bad
     start, end = pair
-    if any(isinstance(v, bool) or not isinstance(v, int) for v in (start, end)):
+    if not (is_int(start) and is_int(end)):
         raise bad
     if not 0 <= start < end:
         raise bad

@@ -11,6 +11,7 @@ import os
 import threading
 import time
 
+from embedmind.checks import has_surrogates
 from embedmind.errors import InvalidInputError
 
 MAX_ID_CHARS = 256
@@ -56,6 +57,6 @@ def validate_id(value: object, field: str = "id") -> str:
         raise InvalidInputError(field, "must not be empty or blank")
     if len(value) > MAX_ID_CHARS:
         raise InvalidInputError(field, f"longer than {MAX_ID_CHARS} characters")
-    if "\x00" in value or any("\ud800" <= ch <= "\udfff" for ch in value):
+    if "\x00" in value or has_surrogates(value):
         raise InvalidInputError(field, "contains NUL or surrogate characters")
     return value

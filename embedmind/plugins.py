@@ -123,6 +123,21 @@ def embedder_factory(name: str) -> Callable[[], Any] | None:
     return registry().embedders.get(name)
 
 
+def registered_name(model_id: str, fallback: str | None = None) -> str | None:
+    """The name a command line can choose the model ``model_id`` by.
+
+    Args:
+        model_id: The embedder's model id.
+        fallback: The name it was chosen by (the CLI's ``--embedder``), if any.
+
+    Returns:
+        ``model_id`` when it is itself a registered name (or alias), else
+        ``fallback``; this is the ``name`` of an
+        :class:`~embedmind.errors.EmbedderMismatchError`.
+    """
+    return model_id if model_id and embedder_factory(model_id) is not None else fallback
+
+
 def resolve_embedder(embedder: object) -> Any:
     """Turn a registered name (or alias) into an embedder; pass anything else through.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from embedmind.checks import an_int
 from embedmind.chunking import BUILT_IN, Chunker
 from embedmind.errors import InvalidInputError
 from embedmind.model import Memory, Tier
@@ -45,8 +46,7 @@ class FragmentPolicy:
         Raises:
             InvalidInputError: When the name is unknown or the sizes are invalid.
         """
-        if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1:
-            raise InvalidInputError("window", "expected a positive int")
+        an_int(self.window, "window", low=1)
         if not isinstance(self.overlap, int) or not 0 <= self.overlap < self.window:
             raise InvalidInputError("overlap", "expected an int within [0, window)")
         if callable(self.chunker):
@@ -82,12 +82,7 @@ class EvictionPolicy:
     tiers: Sequence[Tier | str] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        if (
-            isinstance(self.max_records, bool)
-            or not isinstance(self.max_records, int)
-            or self.max_records < 1
-        ):
-            raise InvalidInputError("max_records", "expected a positive int")
+        an_int(self.max_records, "max_records", low=1)
         _normalize_scope(self)
 
     def applies(self, memory: Memory) -> bool:

@@ -30,10 +30,11 @@ from collections.abc import Iterator
 import apsw
 from tqdm.auto import tqdm
 
+from embedmind.checks import an_int
 from embedmind.embedders.adapt import DEFAULT, identity, normalized, resolve
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import ConflictError, EmbedderMismatchError, InvalidInputError
-from embedmind.plugins import resolve_embedder
+from embedmind.plugins import registered_name, resolve_embedder
 from embedmind.storage import fileio, records
 from embedmind.storage import fragments as fragment_rows
 from embedmind.storage import vectors as vector_rows
@@ -102,8 +103,7 @@ def reembed(
     model = resolve(resolve_embedder(embedder))
     if model is None:
         raise InvalidInputError("embedder", "re-embedding needs an embedder")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidInputError("batch_size", "expected a positive int")
+    an_int(batch_size, "batch_size", low=1)
     target = identity(model)
     database = Database(normalize_path(path))
     if missing:
@@ -197,7 +197,8 @@ def _fill_missing(
             )
         recorded = vector_rows.read_identity(conn)
         if recorded and recorded != target:
-            raise EmbedderMismatchError(database.path, recorded, target)
+            name = registered_name(target.get("model_id", ""))
+            raise EmbedderMismatchError(database.path, recorded, target, name=name)
         if not recorded:  # a store that never had a model: this one becomes its model
             vector_rows.write_identity(conn, target)
         total = vector_rows.missing_count(conn)

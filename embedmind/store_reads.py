@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from embedmind import recall
+from embedmind.checks import an_int, is_number
 from embedmind.drafts import query_text
 from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
@@ -37,7 +38,7 @@ from embedmind.storage import graph, records
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.database import Database
 from embedmind.storage.selection import Selection
-from embedmind.timestamps import resolve_now, to_micros
+from embedmind.timestamps import optional_to_micros, resolve_now, to_micros
 from embedmind.vectors.hnsw import VectorIndex
 from embedmind.vectors.missing import MissingVectors
 
@@ -72,7 +73,7 @@ class ReadMethods:
             return memory
         at = to_micros(as_of, "as_of")
         starts = to_micros(memory.valid_from, "valid_from")
-        ends = None if memory.valid_to is None else to_micros(memory.valid_to, "valid_to")
+        ends = optional_to_micros(memory.valid_to, "valid_to")
         return memory if starts <= at and (ends is None or at < ends) else None
 
     def vectors(self, ids: Sequence[str]) -> dict[str, Any]:
@@ -218,15 +219,14 @@ class ReadMethods:
             FilterTypeError: When ``where`` meets a stored value of another type.
         """
         query = query_text(query)
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            raise InvalidInputError("k", f"expected an int within 1-{MAX_K}")
+        an_int(k, "k", low=1, high=MAX_K)
         try:
             wanted = Mode(mode)
         except ValueError:
             raise InvalidInputError("mode", "expected 'hybrid', 'vector' or 'text'") from None
         selection = Selection(
             resolve_now(now), namespace, where, agent, session_id, tags, tiers, levels,
-            include_expired, False, False, None if as_of is None else to_micros(as_of, "as_of"),
+            include_expired, False, False, optional_to_micros(as_of, "as_of"),
             self._grants(namespace) if follow_links and namespace is not None else (),
         )  # fmt: skip
         request = recall.Request(
@@ -311,14 +311,10 @@ class ReadMethods:
 def _optional_number(value: object, field: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+    if not is_number(value) or value != value:  # infinities go on, to the finite check
         raise InvalidInputError(field, "expected a number")
     return float(value)
 
 
 def _optional_ef(value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000:
-        raise InvalidInputError("ef_search", "expected an int within 1-100,000")
-    return value
+    return None if value is None else an_int(value, "ef_search", low=1, high=100_000)

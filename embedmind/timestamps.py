@@ -44,6 +44,11 @@ def to_micros(value: _dt.datetime, field: str) -> int:
     return in_range((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds, field)
 
 
+def optional_to_micros(value: _dt.datetime | None, field: str) -> int | None:
+    """Like :func:`to_micros`, passing ``None`` through."""
+    return None if value is None else to_micros(value, field)
+
+
 def in_range(micros: int, field: str) -> int:
     """Return ``micros`` when a datetime can hold it in UTC.
 

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+import embedmind
 from embedmind import checks
 from embedmind.checks import (
     SURROGATE_MESSAGE,
@@ -134,3 +135,11 @@ def test_a_positive_finite_number_is_above_zero() -> None:
             finite_number(bad, "t", positive=True)
     with pytest.raises(InvalidInputError, match=r"^t: seconds, please$"):
         finite_number(0, "t", positive=True, message="seconds, please")
+
+
+@pytest.mark.parametrize("bad", [True, math.inf, math.nan, 0, -1.0, "1"])
+def test_a_store_refuses_a_busy_timeout_that_is_not_a_positive_finite_number(bad: object) -> None:
+    # True was taken as one second, and infinity failed later as a raw OverflowError.
+    with pytest.raises(InvalidInputError) as caught:
+        embedmind.Store.open(":memory:", embedder=None, busy_timeout=bad)  # type: ignore[arg-type]
+    assert str(caught.value) == "busy_timeout: must be a positive number of seconds"

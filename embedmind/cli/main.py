@@ -40,6 +40,7 @@ from embedmind.errors import (
     NotFoundError,
     StorageError,
 )
+from embedmind.plugins import registered_name
 from embedmind.reembed import reembed
 from embedmind.store import Store
 
@@ -373,11 +374,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return _dispatch(store_path, args, out)
         except EmbedderMismatchError as e:
-            if e.source is not None or args.embedder == DEFAULT:
-                raise  # "default" resolved to a model whose id the message already names
-            # Opened with another model: name --embedder's value in the
-            # suggested reembed command (a plugin's name need not be its model id).
-            raise EmbedderMismatchError(e.path, e.recorded, e.given, name=args.embedder) from None
+            if e.source is not None:
+                raise
+            # Opened with another model: name it in the suggested reembed command by
+            # its model id when that is registered, else by --embedder's value (a
+            # plugin's name need not be its model id); "default" is not a name to give.
+            chosen = None if args.embedder == DEFAULT else args.embedder
+            name = registered_name(e.given.get("model_id", ""), chosen)
+            raise EmbedderMismatchError(e.path, e.recorded, e.given, name=name) from None
     except EmbedmindError as e:
         print(f"error: {e}", file=sys.stderr)
         return _exit_code(e)

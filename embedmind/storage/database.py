@@ -29,6 +29,7 @@ from contextlib import contextmanager, suppress
 
 import apsw
 
+from embedmind.checks import finite_number
 from embedmind.errors import InvalidInputError, StorageError, StoreBusyError
 from embedmind.storage import fileio, migrations
 from embedmind.storage.connection import (
@@ -118,8 +119,13 @@ class Database:
     ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
             raise InvalidInputError("synchronous", "must be 'FULL' or 'NORMAL'")
-        if not isinstance(busy_timeout, int | float) or not busy_timeout > 0:
-            raise InvalidInputError("busy_timeout", "must be a positive number of seconds")
+        # Finite: int(inf * 1000) below would be a raw OverflowError.
+        finite_number(
+            busy_timeout,
+            "busy_timeout",
+            positive=True,
+            message="must be a positive number of seconds",
+        )
         self.path = path
         if path != MEMORY_PATH:
             fileio.create_private_file(path)

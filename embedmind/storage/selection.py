@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from embedmind.checks import no_surrogates
 from embedmind.errors import InvalidInputError
 from embedmind.filters import compile_where
 from embedmind.model import Level, Tier
@@ -123,11 +124,7 @@ def _as_list(values: object, field: str) -> list[Any]:
 def _text(value: object, field: str) -> str:
     if not isinstance(value, str) or "\x00" in value:
         raise InvalidInputError(field, "expected a str without NUL")
-    try:
-        value.encode("utf-8")  # SQLite binds UTF-8: a lone surrogate is a raw error there
-    except UnicodeEncodeError:
-        raise InvalidInputError(field, "contains unpaired surrogate characters") from None
-    return value
+    return no_surrogates(value, field)  # SQLite binds UTF-8: a lone surrogate is a raw error
 
 
 def _unique_texts(values: Sequence[str], field: str) -> list[str]:
