@@ -183,7 +183,7 @@ OPS = st.one_of(
 
 @contextmanager
 def _index_save_fails() -> Iterator[None]:
-    """The next write saves the index inside its transaction, and the disk is full."""
+    """The next write saves the index inside its transaction, and the disk is full (it commits)."""
 
     def full(temp: str) -> None:
         raise OSError(errno.ENOSPC, "No space left on device (injected)")
@@ -260,8 +260,6 @@ class Run:
             drafts.append(embedmind.Draft("conflicts", id="taken", vector=self._vec()))
             context: Any = nullcontext()
             error = embedmind.ConflictError
-        elif how == "failed_save":
-            context, error = _index_save_fails(), embedmind.StorageError
         else:
             context, error = _commit_interrupted(), Interrupted
         with context, pytest.raises(error):
@@ -298,7 +296,15 @@ class Run:
                 del self.model[memory_id]
             else:
                 self._write(memory_id)
-        elif op in ("conflict", "failed_save", "interrupted_commit"):
+        elif op == "failed_save":
+            # The index is a cache: a save that fails inside the write is logged and
+            # the batch still commits; the index must then hold exactly its keys.
+            drafts = self._drafts(arg)
+            with _index_save_fails():
+                self.store.remember_many(drafts, batch_size=len(drafts))
+            self.model.update((d.id or "", np.asarray(d.vector, np.float32)) for d in drafts)
+            self.tally["failed_saves"] += 1
+        elif op in ("conflict", "interrupted_commit"):
             self._rolled_back(arg, op)
         elif op == "close_reopen":
             self._reopen(save=True)
