@@ -215,6 +215,8 @@ def _instances() -> list[EmbedmindError]:
         errors.ConflictError("x", "clash"),
         errors.StorageError("disk"),
         errors.StoreBusyError("p", 1.0),
+        errors.DamagedRecordError(["x"], "content no longer matches its fingerprint"),
+        errors.RedactionIncompleteError("x", "a reader holds a snapshot", 5.0),
         errors.SchemaVersionError("p", 9, 4),
         errors.StoreClosedError("closed"),
         errors.EmbedderError("broke"),
