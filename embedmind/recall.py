@@ -28,12 +28,13 @@ from embedmind.fusion import fusion_depths, prefix_stable, rrf, tied_ranks
 from embedmind.lexical.channel import text_channel
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import ChannelScore, Hit, Memory, Mode, Recall
+from embedmind.query_dates import Window
 from embedmind.rerank import rerank
 from embedmind.storage import graph, records
 from embedmind.vectors import search
 from embedmind.vectors.hnsw import VectorIndex
 
-TEXT, VECTOR, RECENCY = "text", "vector", "recency"
+TEXT, VECTOR, RECENCY, DATES = "text", "vector", "recency", "dates"
 FUSION_DEPTH = 20
 """Candidates each channel contributes to fusion (and the rerank pool), whatever ``k``.
 
@@ -64,6 +65,8 @@ class Request:
     ef_search: int | None = None
     expand_related: bool = False
     rrf_k: int = FUSION_RRF_K
+    windows: tuple[Window, ...] = ()
+    """Time windows of dates the query names (:func:`embedmind.query_dates.windows`)."""
 
     def __post_init__(self) -> None:
         """Refuse an RRF constant or a ``rerank_alpha`` that cannot rank anything.
@@ -197,17 +200,36 @@ def fuse(
     candidates newest first as one more list (also to ``ranked``, for explain).
     """
     lists = [r.items for r in ranked]
-    if request.recency:
-        ranked.append(Ranked(RECENCY, _by_recency(conn, lists)))
-    if mode is not Mode.HYBRID and len(ranked) == 1:
-        return ranked[0].items[: request.k]
 
     def at(depth: int) -> list[tuple[int, float]]:
         cut = [items[:depth] for items in lists]
         extra = [_by_recency(conn, cut)] if request.recency else []
-        return rrf([*cut, *extra], request.rrf_k)
+        fused = rrf([*cut, *extra], request.rrf_k)
+        if request.windows:
+            return rrf([*cut, *extra, _dated(conn, fused, request.windows)], request.rrf_k)
+        return fused
 
+    if request.recency:
+        ranked.append(Ranked(RECENCY, _by_recency(conn, lists)))
+    if request.windows:
+        ranked.append(Ranked(DATES, _dated(conn, at(depths[-1]), request.windows)))
+    if mode is not Mode.HYBRID and len(ranked) == 1:
+        return ranked[0].items[: request.k]
     return prefix_stable(at, depths, request.k)
+
+
+def _dated(
+    conn: apsw.Connection, fused: Sequence[tuple[int, float]], windows: Sequence[Window]
+) -> list[tuple[int, float]]:
+    # The fused candidates created within a window the query names, in their
+    # fused order: one more list that moves them up, never a new memory.
+    memories = records.select_by_keys(conn, [key for key, _ in fused])
+    inside = [
+        key
+        for key, _ in fused
+        if key in memories and any(lo <= memories[key].created_at < hi for lo, hi in windows)
+    ]
+    return [(key, 1.0 / rank) for rank, key in enumerate(inside, start=1)]
 
 
 def _by_recency(
