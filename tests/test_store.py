@@ -12,6 +12,7 @@ import pytest
 import embedmind
 from embedmind import Draft, Level, Tier
 from embedmind.embedders.hashing import HashingEmbedder
+from embedmind.recall import FUSION_RRF_K
 from embedmind.storage import migrations
 
 UTC = dt.timezone.utc
@@ -263,7 +264,7 @@ def test_hybrid_without_embedder_degrades_and_says_so(store: embedmind.Store) ->
     assert result.ids == ["g"] and result.channels == ("text",)
     assert result.degraded and "vector" in result.degraded[0]
     assert result[0].channels["text"].rank == 1
-    assert result[0].score == pytest.approx(1 / 61)
+    assert result[0].score == pytest.approx(1 / (FUSION_RRF_K + 1))  # one list, rank 1
     explained = store.recall("tea", explain=True)
     assert explained.timings is not None and "text" in explained.timings
 
