@@ -135,10 +135,14 @@ class ChannelScore:
     Attributes:
         rank: 1-based rank within the channel.
         raw: The channel's raw score (BM25 for ``text``, cosine for ``vector``).
+        via_context: On the ``text`` channel, with ``explain=True``: the query
+            terms the memory matched only through its dialog neighbours (session
+            context), not through its own words. Empty otherwise.
     """
 
     rank: int
     raw: float
+    via_context: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

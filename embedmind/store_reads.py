@@ -21,6 +21,7 @@ from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import InvalidInputError
 from embedmind.ids import validate_id
+from embedmind.lexical.context import context_terms
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import (
     AgentStats,
@@ -34,7 +35,7 @@ from embedmind.model import (
     Where,
 )
 from embedmind.plugins import rerank as plugin_rerank
-from embedmind.storage import graph, records
+from embedmind.storage import graph, records, sessions
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.database import Database
 from embedmind.storage.selection import Selection
@@ -217,7 +218,9 @@ class ReadMethods:
                 instead of embedding ``query``; ``query`` still feeds BM25).
             now: The instant expiry is evaluated at, and relative dates are
                 counted from with ``temporal`` (default: the clock).
-            explain: Add per-phase timings to the result.
+            explain: Add per-phase timings to the result, and name on each
+                hit's ``text`` channel the query terms it matched only through
+                session context (``ChannelScore.via_context``).
 
         Returns:
             The hits, best first, with per-channel ranks and raw scores. When
@@ -262,6 +265,8 @@ class ReadMethods:
             )
             if query_vector is not None and wanted is not Mode.TEXT:
                 result = self._note_missing_vectors(conn, result, request.condition)
+            if explain:
+                result = _with_context_terms(conn, result, query)
         reordered = plugin_rerank(query, result.hits)
         if reordered is not None:
             result = recall.reordered(result, reordered)
@@ -320,6 +325,26 @@ class ReadMethods:
             schema_version=self._db.schema_version,
             missing_vectors=missing,
         )
+
+
+def _with_context_terms(conn: Any, result: Recall, query: str) -> Recall:
+    """``result`` with each text-channel hit naming the query terms it matched only through context.
+
+    Only ``explain=True`` pays for it: one postings read per text hit, none
+    when the store's session context is off.
+    """
+    if not sessions.enabled(conn):
+        return result
+    keys = {i: e.key for i, e in records.find_many(conn, result.ids).items()}
+    hits = []
+    for hit in result.hits:
+        text = hit.channels.get(recall.TEXT)
+        terms = context_terms(conn, keys[hit.id], hit.content, query) if text else ()
+        if text is not None and terms:
+            channels = {**hit.channels, recall.TEXT: dataclasses.replace(text, via_context=terms)}
+            hit = dataclasses.replace(hit, channels=channels)
+        hits.append(hit)
+    return dataclasses.replace(result, hits=tuple(hits))
 
 
 def _optional_number(value: object, field: str) -> float | None:

@@ -221,6 +221,35 @@ def test_explain_helper_names_the_terms_found_through_context() -> None:
         assert found == tuple(analyze("live"))
 
 
+def test_explain_names_the_query_terms_a_hit_matched_through_its_neighbours() -> None:
+    from embedmind.cli.render import recall_lines
+
+    with embedmind.Store.open(":memory:", embedder=None) as store:
+        turns = ["where do you live now?", "in lisbon, since may"]
+        store.remember_many(
+            [
+                embedmind.Draft(t, session_id="s", created_at=T0 + dt.timedelta(minutes=i))
+                for i, t in enumerate(turns)
+            ]
+            + ["lisbon trams are yellow"]
+        )
+        switch(store, True)
+        found = store.recall("where live lisbon", mode="text", explain=True)
+        via = {h.content: h.channels["text"].via_context for h in found}
+        assert via == {
+            turns[0]: tuple(analyze("lisbon")),  # through the answer after it
+            turns[1]: tuple(analyze("where live")),  # found through the question
+            "lisbon trams are yellow": (),  # no session, no context
+        }
+        lines = "\n".join(recall_lines(found, explain=True))
+        assert f"via context: {', '.join(analyze('where live'))}" in lines
+        plain = store.recall("where live lisbon", mode="text")
+        assert all(h.channels["text"].via_context == () for h in plain)  # explain only
+        switch(store, False)
+        off = store.recall("where live lisbon", mode="text", explain=True)
+        assert all(h.channels["text"].via_context == () for h in off)
+
+
 def test_detach_and_attach_keep_context_exact_across_a_namespace_move() -> None:
     # What Store.move must do (it does not yet: see the xfail above).
     with embedmind.Store.open(":memory:", embedder=None) as store:

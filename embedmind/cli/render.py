@@ -34,14 +34,20 @@ def describe(memory: Memory) -> str:
 
 
 def recall_lines(result: Recall, *, explain: bool) -> Iterator[str]:
-    """The human lines of a recall; ``explain`` adds channel ranks and a timings footer."""
+    """The human lines of a recall.
+
+    ``explain`` adds each hit's channel ranks (with the query terms a text hit
+    matched only through session context) and a timings footer.
+    """
     for note in result.degraded:
         yield f"note: {note}"
     for hit in result:
         yield f"{hit.rank:>3}. {hit.score:.4f}  {describe(hit.memory)}"
         if explain:
             for name, channel in hit.channels.items():
-                yield f"       {name:<8} #{channel.rank:<4} raw {channel.raw:.4f}"
+                via = channel.via_context
+                context = f"  via context: {', '.join(via)}" if via else ""
+                yield f"       {name:<8} #{channel.rank:<4} raw {channel.raw:.4f}{context}"
     if not result:
         yield "no memories matched"
     if explain:
