@@ -15,6 +15,19 @@ class MemoryWritten:
 
 
 @dataclass(frozen=True)
+class MemoryUpdated:
+    """A live memory changed in place without new content.
+
+    Moved, retiered, reinforced, restored, contradicted, its confidence set, or
+    closed by a supersede; ``namespace`` and ``tier`` are its values after the change.
+    """
+
+    id: str
+    namespace: str
+    tier: str
+
+
+@dataclass(frozen=True)
 class MemoryForgotten:
     """A memory was tombstoned."""
 

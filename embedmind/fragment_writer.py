@@ -10,7 +10,9 @@ replacement saves the fragment index file once enough changes are unsaved.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
+
+import apsw
 
 from embedmind.chunking import Chunker
 from embedmind.embedders.adapt import normalized
@@ -21,19 +23,30 @@ from embedmind.policies import FragmentPolicy
 from embedmind.storage import fragments as rows
 from embedmind.storage import records
 from embedmind.storage import vectors as vector_rows
+from embedmind.storage.database import Database
 from embedmind.storage.vectors import FRAGMENTS
-
-if TYPE_CHECKING:
-    from embedmind.store import Store
 
 logger = logging.getLogger(__name__)
 
 
+class FragmentIndex(Protocol):
+    """What this module needs of :class:`embedmind.fragments.Fragments` (no import of it)."""
+
+    def save_if_due(self, conn: apsw.Connection) -> bool:
+        """Save the index file inside the caller's write transaction when enough is unsaved."""
+        ...
+
+
 def fragment_on_write(
-    store: Store, embedder: Embedder, chunker: Chunker, policy: FragmentPolicy, memory: Memory
+    db: Database,
+    fragments: FragmentIndex,
+    embedder: Embedder,
+    chunker: Chunker,
+    policy: FragmentPolicy,
+    memory: Memory,
 ) -> None:
     """Derive ``memory``'s fragments (never raises)."""
-    with store._db.read() as conn:
+    with db.read() as conn:
         existing = records.find(conn, memory.id)
         if existing is None or existing.forgotten:
             return
@@ -50,7 +63,7 @@ def fragment_on_write(
         logger.warning("fragment embedding %r threw: %s", memory.id, e)
         return
     try:
-        with store._db.write() as conn:
+        with db.write() as conn:
             current = records.find(conn, memory.id)
             if current is None or current.forgotten or current.content != memory.content:
                 return  # changed or gone meanwhile: the newer write handles it
@@ -59,6 +72,6 @@ def fragment_on_write(
                 blobs = [row.astype("<f4").tobytes() for row in vectors]
                 rows.add(conn, current.key, spans, blobs, texts)
             rows.set_source(conn, current.key, memory.fingerprint)
-            store.fragments.save_if_due(conn)
+            fragments.save_if_due(conn)
     except Exception as e:
         logger.warning("fragment add for %r failed: %s", memory.id, e)

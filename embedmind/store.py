@@ -11,6 +11,8 @@ import os
 from types import TracebackType
 from typing import Any
 
+from embedmind import store_writes
+from embedmind.commit import CommitPath, Parts
 from embedmind.embedders.adapt import DEFAULT, identity, resolve
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import EmbedderMismatchError, InvalidInputError, StorageError
@@ -67,6 +69,12 @@ class Store(
         self._fragment_policy = fragment_policy
         self._chunker = None if fragment_policy is None else fragment_policy.resolve()
         self._eviction = eviction
+        self._commit = CommitPath(
+            Parts(
+                database, self._lexical, self._vectors, self.fragments, embedder, metrics,
+                eviction, fragment_policy, self._chunker, self, _save_index_after,
+            )
+        )  # fmt: skip
 
     @property
     def embedder(self) -> Embedder | None:
@@ -100,10 +108,13 @@ class Store(
                 crash but may be lost on power loss.
             busy_timeout: Seconds a writer waits for the lock before
                 :class:`~embedmind.errors.StoreBusyError`.
-            metrics: Optional observer; any of its methods ``upsert(op, tier)``,
-                ``delete()``, ``soft_delete()``, ``sweep_expired(tier)``,
+            metrics: Optional observer; any of its methods ``upsert(op, tier)``
+                (content stored: ``op`` is ``"write"``, ``"import"`` or
+                ``"redact"``), ``update(op, tier)`` (changed in place: ``op``
+                names the method, e.g. ``"move"``), ``delete()`` (evictions
+                included), ``soft_delete()``, ``sweep_expired(tier)``,
                 ``dedup_hit()`` and ``active_by_tier(tier, n)`` is called after
-                the matching change commits.
+                the matching change commits (see :mod:`embedmind.commit`).
             fragment_policy: Chunk and embed every written memory in its scope
                 into the fragment index, best effort (failures are logged with
                 the record id and never fail the write).
@@ -182,6 +193,11 @@ class Store(
 
     def __repr__(self) -> str:
         return f"Store({self.path!r})"
+
+
+def _save_index_after() -> int:
+    # Read at each commit: tests and the power-loss recorder lower it to exercise saves.
+    return store_writes.SAVE_INDEX_AFTER
 
 
 def _recorded_model(database: Database) -> str | None:

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import apsw
 
+from embedmind.checks import is_int, no_surrogates
+from embedmind.commit import CommitPath, Committed, Transaction, changed
 from embedmind.drafts import confidence_value
 from embedmind.errors import InvalidInputError, NotFoundError
 from embedmind.ids import validate_id
@@ -26,9 +28,10 @@ MAX_DEPTH = 3
 
 
 class GraphMethods:
-    """Mixed into :class:`embedmind.Store`; relies on its ``_db``."""
+    """Mixed into :class:`embedmind.Store`; relies on its ``_db`` and ``_commit``."""
 
     _db: Database
+    _commit: CommitPath
 
     def related(self, id: str) -> list[Related]:
         """Memories related to ``id`` by an explicit relation, both directions.
@@ -63,7 +66,7 @@ class GraphMethods:
             NotFoundError: When ``id`` does not exist or was forgotten.
             InvalidInputError: When ``depth`` is outside 1-3.
         """
-        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+        if not is_int(depth) or not 1 <= depth <= MAX_DEPTH:
             raise InvalidInputError("depth", f"expected an int within 1-{MAX_DEPTH}")
         if kinds is not None and (
             isinstance(kinds, str)
@@ -95,10 +98,7 @@ class GraphMethods:
         """Live memories tagged with the entity ``name``, in time order."""
         if not isinstance(name, str):
             raise InvalidInputError("name", "expected a str")
-        try:
-            name.encode("utf-8")  # bound as UTF-8: a lone surrogate is a raw error in SQLite
-        except UnicodeEncodeError:
-            raise InvalidInputError("name", "contains unpaired surrogate characters") from None
+        no_surrogates(name, "name")  # bound as UTF-8: a lone surrogate is a raw error in SQLite
         with self._db.read() as conn:
             keys = graph.entity_member_keys(conn, name)
             memories = records.select_by_keys(conn, keys)
@@ -155,10 +155,10 @@ class GraphMethods:
             NotFoundError: When ``id`` does not exist or was forgotten.
         """
         at = resolve_now(now)
-        with self._db.write() as conn:
-            key = _live_key(conn, id)
-            graph.restore(conn, key, at)
-            return records.select_by_keys(conn, [key])[key]
+        with self._commit.write() as tx:
+            key = _live_key(tx.conn, id)
+            graph.restore(tx.conn, key, at)
+            return _updated(tx, "restore", key)
 
     def mark_contradicted(
         self,
@@ -178,11 +178,11 @@ class GraphMethods:
         """
         at = resolve_now(now)
         level = confidence_value(confidence)
-        with self._db.write() as conn:
-            key = _live_key(conn, id)
-            _live_key(conn, by)
-            graph.mark_contradicted(conn, key, validate_id(by, "by"), level, at)
-            return records.select_by_keys(conn, [key])[key]
+        with self._commit.write() as tx:
+            key = _live_key(tx.conn, id)
+            _live_key(tx.conn, by)
+            graph.mark_contradicted(tx.conn, key, validate_id(by, "by"), level, at)
+            return _updated(tx, "mark_contradicted", key)
 
     def set_confidence(
         self,
@@ -198,10 +198,16 @@ class GraphMethods:
         """
         at = resolve_now(now)
         level = confidence_value(confidence)
-        with self._db.write() as conn:
-            key = _live_key(conn, id)
-            graph.set_confidence(conn, key, level, at)
-            return records.select_by_keys(conn, [key])[key]
+        with self._commit.write() as tx:
+            key = _live_key(tx.conn, id)
+            graph.set_confidence(tx.conn, key, level, at)
+            return _updated(tx, "set_confidence", key)
+
+
+def _updated(tx: Transaction, op: str, key: int) -> Memory:
+    """Record a memory changed in place and return it as it is now."""
+    tx.record(Committed(op, updated=changed(tx.conn, [key])))
+    return records.select_by_keys(tx.conn, [key])[key]
 
 
 def _live_key(conn: apsw.Connection, memory_id: str) -> int:

@@ -13,6 +13,8 @@ import datetime as _dt
 from collections.abc import Sequence
 from typing import Any
 
+from embedmind.checks import is_int, no_surrogates
+from embedmind.commit import Changed, CommitPath, Committed, changed, emit
 from embedmind.errors import InvalidInputError, NotFoundError
 from embedmind.ids import validate_id
 from embedmind.lexical.index import LexicalIndex
@@ -29,11 +31,12 @@ MAX_SWEEP = 100_000
 
 
 class LifecycleMethods:
-    """Mixed into :class:`embedmind.Store`; relies on its ``_db`` and ``_lexical``."""
+    """Mixed into :class:`embedmind.Store`; relies on its ``_db``, ``_lexical`` and ``_commit``."""
 
     _db: Database
     _lexical: LexicalIndex
     _metrics: Any
+    _commit: CommitPath
 
     def reinforce(
         self,
@@ -60,9 +63,12 @@ class LifecycleMethods:
             else in_range(at + duration_micros(extend_ttl, "extend_ttl"), "extend_ttl")
         )
         wanted = [validate_id(i, "ids") for i in _list(ids, "ids")]
-        with self._db.write() as conn:
-            keys = [e.key for e in records.find_many(conn, wanted).values() if not e.forgotten]
-            return lifecycle.reinforce(conn, keys, at, expiry)
+        with self._commit.write() as tx:
+            found = records.find_many(tx.conn, wanted).values()
+            keys = sorted(e.key for e in found if not e.forgotten)
+            reinforced = lifecycle.reinforce(tx.conn, keys, at, expiry)
+            tx.record(Committed("reinforce", updated=changed(tx.conn, keys)))
+        return reinforced
 
     def sweep_expired(self, *, now: _dt.datetime | None = None, limit: int = 1_000) -> int:
         """Delete memories whose TTL passed at ``now``, at most ``limit``.
@@ -73,20 +79,21 @@ class LifecycleMethods:
         Returns:
             How many memories were deleted.
         """
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SWEEP:
+        if not is_int(limit) or not 1 <= limit <= MAX_SWEEP:
             raise InvalidInputError("limit", f"expected an int within 1-{MAX_SWEEP}")
         at = resolve_now(now)
         with self._db.read() as conn:
             listed = lifecycle.expired(conn, at, limit)
         swept = 0
-        for key, _, tier in listed:
-            with self._db.write() as conn:
-                if not lifecycle.still_expired(conn, key, at):
+        for key, memory_id, tier in listed:
+            with self._commit.write() as tx:
+                if not lifecycle.still_expired(tx.conn, key, at):
                     continue
-                delete_keys(conn, self._lexical, [key])
+                namespace = changed(tx.conn, [key])[0].namespace
+                delete_keys(tx.conn, self._lexical, [key])
+                tx.record(Committed("sweep", expired=(Changed(memory_id, namespace, tier),)))
             swept += 1
-            emit(self._metrics, "sweep_expired", tier)
-        if swept:
+        if swept:  # a gauge, read once per sweep rather than counted per commit
             with self._db.read() as conn:
                 for tier_name, live in records.statistics(conn, at)["by_tier"].items():
                     emit(self._metrics, "active_by_tier", tier_name, live)
@@ -115,12 +122,14 @@ class LifecycleMethods:
             raise InvalidInputError("tier", f"{tier!r} is not a tier") from None
         expiry = None if expires_at is None else to_micros(expires_at, "expires_at")
         at = resolve_now(now)
-        with self._db.write() as conn:
-            existing = records.find(conn, validate_id(id))
+        with self._commit.write() as tx:
+            existing = records.find(tx.conn, validate_id(id))
             if existing is None or existing.forgotten:
                 raise NotFoundError(id)
-            lifecycle.retier(conn, existing.key, name, expiry, at)
-            return records.select_by_keys(conn, [existing.key])[existing.key]
+            lifecycle.retier(tx.conn, existing.key, name, expiry, at)
+            memory = records.select_by_keys(tx.conn, [existing.key])[existing.key]
+            tx.record(Committed("retier", placed=changed(tx.conn, [existing.key])))
+        return memory
 
     def namespaces(self) -> list[NamespaceActivity]:
         """Namespaces holding live memories, with their count and last write."""
@@ -135,9 +144,11 @@ class LifecycleMethods:
             How many memories were deleted.
         """
         name = normalize_namespace(namespace)
-        with self._db.write() as conn:
-            keys = lifecycle.keys_in_namespace(conn, name)
-            delete_keys(conn, self._lexical, keys)
+        with self._commit.write() as tx:
+            keys = lifecycle.keys_in_namespace(tx.conn, name)
+            gone = changed(tx.conn, keys)
+            delete_keys(tx.conn, self._lexical, keys)
+            tx.record(Committed("delete_namespace", deleted=tuple(c.id for c in gone)))
         return len(keys)
 
     def move(
@@ -157,10 +168,12 @@ class LifecycleMethods:
         target = normalize_namespace(to_namespace, "to_namespace")
         wanted = [validate_id(i, "ids") for i in _list(ids, "ids")]
         at = resolve_now(now)
-        with self._db.write() as conn:
-            found = records.find_many(conn, wanted)
-            keys = [e.key for e in found.values() if e.namespace == source]
-            return lifecycle.move(conn, keys, target, at)
+        with self._commit.write() as tx:
+            found = records.find_many(tx.conn, wanted)
+            keys = sorted(e.key for e in found.values() if e.namespace == source)
+            moved = lifecycle.move(tx.conn, keys, target, at)
+            tx.record(Committed("move", placed=changed(tx.conn, keys)))
+        return moved
 
     def rename_namespace(self, old: str, new: str, *, now: _dt.datetime | None = None) -> int:
         """Move every memory of ``old`` to ``new`` and rewrite its links.
@@ -174,11 +187,13 @@ class LifecycleMethods:
         source = normalize_namespace(old, "old")
         target = normalize_namespace(new, "new")
         at = resolve_now(now)
-        with self._db.write() as conn:
-            moved = lifecycle.move(conn, lifecycle.keys_in_namespace(conn, source), target, at)
+        with self._commit.write() as tx:
+            keys = lifecycle.keys_in_namespace(tx.conn, source)
+            moved = lifecycle.move(tx.conn, keys, target, at)
             if source != target:
-                lifecycle.rename_link_endpoints(conn, source, target)
-            return moved
+                lifecycle.rename_link_endpoints(tx.conn, source, target)
+            tx.record(Committed("rename_namespace", placed=changed(tx.conn, keys)))
+        return moved
 
     def link_namespaces(
         self,
@@ -195,17 +210,17 @@ class LifecycleMethods:
         names = None if tiers is None else [_tier(t) for t in _list(tiers, "tiers")]
         if not isinstance(note, str):
             raise InvalidInputError("note", "expected a str")
-        _no_surrogates(note, "note")
+        no_surrogates(note, "note")
         created = resolve_now(created_at)
-        with self._db.write() as conn:
-            lifecycle.put_link(conn, source, target, names, note, created)
+        with self._commit.write() as tx:  # a link changes no memory: nothing to record
+            lifecycle.put_link(tx.conn, source, target, names, note, created)
         return NamespaceLink(source, target, _tiers(names), note, from_micros(created))
 
     def unlink(self, src: str, dst: str) -> bool:
         """Remove the link ``src -> dst``; whether it existed."""
         source, target = normalize_namespace(src, "src"), normalize_namespace(dst, "dst")
-        with self._db.write() as conn:
-            return lifecycle.delete_link(conn, source, target)
+        with self._commit.write() as tx:  # a link changes no memory: nothing to record
+            return lifecycle.delete_link(tx.conn, source, target)
 
     def links(self, src: str | None = None) -> list[NamespaceLink]:
         """Links from ``src`` (or all), ordered by source and destination."""
@@ -231,14 +246,6 @@ class LifecycleMethods:
         return grants
 
 
-def _no_surrogates(text: str, field: str) -> None:
-    # Stored as UTF-8: a lone surrogate would fail inside the transaction as a raw error.
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInputError(field, "contains unpaired surrogate characters") from None
-
-
 def _list(values: object, field: str) -> list[Any]:
     if isinstance(values, str) or not isinstance(values, Sequence):
         raise InvalidInputError(field, "expected a list")
@@ -254,10 +261,3 @@ def _tier(value: object) -> str:
 
 def _tiers(names: Sequence[str] | None) -> tuple[Tier, ...] | None:
     return None if names is None else tuple(Tier(n) for n in names)
-
-
-def emit(metrics: Any, event: str, *args: Any) -> None:
-    """Call the metrics observer's ``event`` method if it has one."""
-    hook = getattr(metrics, event, None)
-    if callable(hook):
-        hook(*args)

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from embedmind import drafts
+from embedmind.checks import is_number
+from embedmind.commit import CommitPath, Committed
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import (
     InvalidInputError,
@@ -71,6 +73,7 @@ class MaintenanceMethods:
     _embedder: Embedder | None
     _vectors: VectorIndex | None
     fragments: Fragments
+    _commit: CommitPath
 
     def redact(
         self,
@@ -113,7 +116,10 @@ class MaintenanceMethods:
         embedded: list[Embedded | None] = [None]
         if self._embedder is not None:
             embedded = list(embed_contents(self._embedder, [prepared.content], [None]))
-        with self._db.write() as conn:
+        # The commit path re-derives its fragments and notifies listeners
+        # (MemoryRedacted) right after COMMIT, before the forced saves below.
+        with self._commit.write() as tx:
+            conn = tx.conn
             existing = records.find(conn, memory_id)
             if existing is None or existing.forgotten:
                 raise NotFoundError(memory_id)
@@ -125,17 +131,14 @@ class MaintenanceMethods:
             drop_fragments(conn, existing.key)  # their texts hold the old content
             crashpoint("redact")
             memory = records.select_by_keys(conn, [existing.key])[existing.key]
+            tx.record(Committed("redact", redacted=(memory,)))
         self._lexical.clear_cache()
         self._save_vectors()
         crashpoint("redact-before-checkpoint")
-        self._after_redaction(memory)
         problem = self._db.checkpoint(timeout)
         if problem is not None:
             raise RedactionIncompleteError(memory_id, problem, timeout)
         return memory
-
-    def _after_redaction(self, memory: Memory) -> None:
-        """Hook for the store: re-derive fragments and notify listeners."""
 
     def vacuum(
         self,
@@ -166,9 +169,10 @@ class MaintenanceMethods:
         say = progress or (lambda _: None)
         before = self._db.file_bytes()
         say("dropping tombstones")
-        with self._db.write() as conn:
-            keys = records.forgotten_keys(conn)
-            delete_keys(conn, self._lexical, keys)
+        # Tombstones were reported when forgotten: their removal records nothing.
+        with self._commit.write() as tx:
+            keys = records.forgotten_keys(tx.conn)
+            delete_keys(tx.conn, self._lexical, keys)
         say("rebuilding the database file")
         self._db.checkpoint(timeout)
         self._db.vacuum()
@@ -202,10 +206,6 @@ class MaintenanceMethods:
 
 def _timeout(value: object) -> float:
     """Validate a ``checkpoint_timeout`` (seconds, positive and finite)."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not 0 < value < float("inf")
-    ):
+    if not is_number(value) or not 0 < value < float("inf"):
         raise InvalidInputError("checkpoint_timeout", "expected a positive number of seconds")
     return float(value)

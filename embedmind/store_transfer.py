@@ -40,6 +40,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from embedmind import timestamps
+from embedmind.checks import is_int, no_surrogates
+from embedmind.commit import CommitPath, Committed
 from embedmind.drafts import Prepared, confidence_value, prepare
 from embedmind.embedders.adapt import identity, normalized
 from embedmind.embedders.protocol import Embedder
@@ -98,6 +100,7 @@ class TransferMethods:
     _db: Database
     _lexical: LexicalIndex
     _embedder: Embedder | None
+    _commit: CommitPath
 
     def export_jsonl(
         self,
@@ -278,10 +281,10 @@ class TransferMethods:
         later += self._write_batch(batch, dims is not None)
         if not later and not links:
             return
-        with self._db.write() as conn:
-            graph.add_relation_rows(conn, _resolved(conn, later)[0])
+        with self._commit.write() as tx:  # relations and links change no memory's row
+            graph.add_relation_rows(tx.conn, _resolved(tx.conn, later)[0])
             for link in links:
-                lifecycle.put_link(conn, *link)
+                lifecycle.put_link(tx.conn, *link)
 
     def _reused_dims(self, lines: Lines, reembed: bool) -> int | None:
         """Read the header; the length of the file's vectors when they are to be reused."""
@@ -295,7 +298,11 @@ class TransferMethods:
             raise InvalidInputError(
                 e.field, f"{_message(e)}; not an embedmind-jsonl export"
             ) from None
-        if header.get("format") != FORMAT or not _is_int(header.get("version"), VERSION):
+        if (
+            header.get("format") != FORMAT
+            or header.get("version") != VERSION
+            or not is_int(header.get("version"))
+        ):
             raise InvalidInputError(
                 f"line {number}", "not an embedmind-jsonl export (version 1) header"
             )
@@ -333,8 +340,9 @@ class TransferMethods:
                 given[i] = vectors
             embedded = given
         relations = [(r.prepared.id, k, t, c) for r in batch for k, t, c in r.relations]
-        with self._db.write() as conn:
-            apply_batch(conn, self._lexical, prepared, embedded)
+        with self._commit.write() as tx:
+            conn = tx.conn
+            written = apply_batch(conn, self._lexical, prepared, embedded)
             found = records.find_many(conn, [p.id for p in prepared])
             for r in batch:
                 records.restore_fields(conn, found[r.prepared.id].key, r.restored)
@@ -343,6 +351,7 @@ class TransferMethods:
             # committed memory without them.
             rows, waiting = _resolved(conn, relations)
             graph.add_relation_rows(conn, rows)
+            tx.record(Committed("import", written=tuple(written)))
         return waiting
 
 
@@ -457,13 +466,8 @@ def _known(item: dict[str, Any], fields: frozenset[str], what: str) -> None:
             raise InvalidInputError(shown, f"not a field of a {what} line")
 
 
-def _is_int(value: object, expected: int | None = None) -> bool:
-    ok = isinstance(value, int) and not isinstance(value, bool)
-    return ok and (expected is None or value == expected)
-
-
 def _micros(value: object, field: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
+    if not is_int(value):
         raise InvalidInputError(field, "expected integer microseconds since the Unix epoch")
     return timestamps.in_range(value, field)
 
@@ -485,7 +489,7 @@ def _optional_id(value: object, field: str) -> str | None:
 
 
 def _count(value: object, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _INT64_MAX:
+    if not is_int(value) or not 0 <= value <= _INT64_MAX:
         raise InvalidInputError(field, "expected an integer >= 0 (64-bit)")
     return value
 
@@ -531,7 +535,7 @@ def _vectors(rows: object, content: str, dims: int) -> Embedded | None:
         if not isinstance(row, dict) or set(row) != _VECTOR_FIELDS:
             raise InvalidInputError("vectors", "each vector is {start, end, f32le}")
         start, end, encoded = row["start"], row["end"], row["f32le"]
-        if not (_is_int(start) and _is_int(end) and 0 <= start <= end <= len(content)):
+        if not (is_int(start) and is_int(end) and 0 <= start <= end <= len(content)):
             raise InvalidInputError(
                 "vectors", f"span [{start!r}, {end!r}) is not within the content"
             )
@@ -567,10 +571,7 @@ def _link(item: dict[str, Any]) -> Link:
     note = item.get("note", "")
     if not isinstance(note, str):
         raise InvalidInputError("note", "expected a str")
-    try:
-        note.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInputError("note", "contains unpaired surrogate characters") from None
+    no_surrogates(note, "note")
     return (
         normalize_namespace(item["src"], "src"),
         normalize_namespace(item["dst"], "dst"),

@@ -1,7 +1,8 @@
 """Write methods of :class:`embedmind.Store`: remember (single, detailed, many), forget, delete.
 
 Input is validated and embedded before any transaction; each batch is one
-transaction; fragment-embed-on-write and listeners run after commit.
+transaction of the commit path (:mod:`embedmind.commit`), which evicts, saves
+the indexes when due, counts, notifies listeners and derives fragments.
 """
 
 from __future__ import annotations
@@ -10,16 +11,16 @@ import datetime as _dt
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
 from embedmind import drafts, writes
+from embedmind.checks import is_int
+from embedmind.commit import CommitPath, Committed, changed, emit
 from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import InvalidInputError
-from embedmind.events import MemoryDeleted, MemoryForgotten, MemoryRedacted, MemoryWritten
-from embedmind.fragment_writer import fragment_on_write
 from embedmind.ids import validate_id
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import (
@@ -31,13 +32,10 @@ from embedmind.model import (
     SimilarMemory,
     Tier,
 )
-from embedmind.plugins import notify_committed
-from embedmind.policies import EvictionPolicy, FragmentPolicy
-from embedmind.storage import lifecycle, records
+from embedmind.storage import records
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.database import Database
 from embedmind.storage.selection import Selection
-from embedmind.store_lifecycle import emit
 from embedmind.timestamps import resolve_now
 from embedmind.vectors import search
 from embedmind.vectors.embedding import Embedded, embed_contents
@@ -45,7 +43,6 @@ from embedmind.vectors.hnsw import VectorIndex
 
 if TYPE_CHECKING:
     from embedmind.fragments import Fragments
-    from embedmind.store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +70,7 @@ class WriteMethods:
     _vectors: VectorIndex | None
     fragments: Fragments
     _metrics: Any
-    _fragment_policy: FragmentPolicy | None
-    _chunker: Any
-    _eviction: EvictionPolicy | None
+    _commit: CommitPath
     _warned_vectorless = False  # set on the instance by the first warning
 
     def remember(
@@ -206,9 +201,7 @@ class WriteMethods:
         vectors = embedded[0]
         if vectors is not None and self._vectors is not None:
             similar = self._near_duplicates(prepared.namespace, vectors, at)
-        with self._db.write() as conn:
-            memory = writes.apply_batch(conn, self._lexical, [prepared], embedded)[0]
-            self._warn_if_vectorless(conn)
+        memory = self._commit_batch([prepared], embedded)[0]
         return Remembered(memory, similar)
 
     def _near_duplicates(
@@ -269,7 +262,7 @@ class WriteMethods:
             ConflictError: When an id exists in another namespace; that batch
                 is rolled back (earlier batches stay).
         """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        if not is_int(batch_size):
             raise InvalidInputError("batch_size", "expected an int")
         if not 1 <= batch_size <= MAX_BATCH_SIZE:
             raise InvalidInputError("batch_size", f"must be within 1-{MAX_BATCH_SIZE}")
@@ -288,21 +281,24 @@ class WriteMethods:
         with bar:
             starts = list(range(0, len(prepared), batch_size))
             for batch, embedded in self._embedded_batches(prepared, given, starts, batch_size):
-                with self._db.write() as conn:
-                    written = writes.apply_batch(conn, self._lexical, batch, embedded)
-                    self._warn_if_vectorless(conn)
-                    evicted = self._evict(conn, written)
-                    self._maybe_save_index(conn)
-                for memory in written:
-                    emit(self._metrics, "upsert", "write", memory.tier.value)
-                events: list[object] = [
-                    MemoryWritten(m.id, m.namespace, m.tier.value) for m in written
-                ]
-                notify_committed(self, events + [MemoryDeleted(i) for i in evicted])
-                self._fragments_on_write(written)
-                stored += written
+                stored += self._commit_batch(batch, embedded)
                 bar.update(len(batch))
         return stored
+
+    def _commit_batch(
+        self, batch: Sequence[drafts.Prepared], embedded: Sequence[Embedded | None]
+    ) -> list[Memory]:
+        """Write one batch in one transaction of the commit path."""
+        with self._commit.write() as tx:
+            written = writes.apply_batch(tx.conn, self._lexical, batch, embedded)
+            self._warn_if_vectorless(tx.conn)
+            tx.record(Committed("write", written=tuple(written)))
+            closed = [t for p in batch for t in p.supersedes]
+            if closed:  # the versions a supersede replaced left recall: report them
+                found = records.find_many(tx.conn, closed)
+                keys = [found[t].key for t in closed if t in found]
+                tx.record(Committed("supersede", updated=changed(tx.conn, keys)))
+        return written
 
     def _embedded_batches(
         self,
@@ -355,45 +351,6 @@ class WriteMethods:
             self._db.path, model,
         )  # fmt: skip
 
-    def _evict(self, conn: Any, written: Sequence[Memory]) -> list[str]:
-        """Cap-cull: the oldest memories beyond the cap, evicted in the same transaction."""
-        policy = self._eviction
-        if policy is None:
-            return []
-        groups = {
-            (m.namespace, m.tier.value if policy.tiers else None)
-            for m in written
-            if policy.applies(m)
-        }
-        keys = [
-            k
-            for ns, tier in sorted(groups, key=str)
-            for k in lifecycle.oldest_beyond(conn, ns, tier, policy.max_records)
-        ]
-        if not keys:
-            return []
-        ids = [m.id for m in records.select_by_keys(conn, keys).values()]
-        writes.delete_keys(conn, self._lexical, keys)
-        return ids
-
-    def _after_redaction(self, memory: Memory) -> None:
-        notify_committed(self, [MemoryRedacted(memory.id)])
-        self._fragments_on_write([memory])
-
-    def _fragments_on_write(self, written: Sequence[Memory]) -> None:
-        """Fragment-embed-on-write, best effort: failures are logged, never raised."""
-        policy, chunker = self._fragment_policy, self._chunker
-        if policy is None or chunker is None or self._embedder is None:
-            return
-        for memory in written:
-            if policy.applies(memory):
-                fragment_on_write(cast("Store", self), self._embedder, chunker, policy, memory)
-
-    def _maybe_save_index(self, conn: Any) -> None:
-        if self._vectors is not None and self._vectors.unsaved(conn) >= SAVE_INDEX_AFTER:
-            self._vectors.save(conn)
-        self.fragments.save_if_due(conn)  # evictions drop fragments: the same policy
-
     def forget(self, id: str, *, now: _dt.datetime | None = None) -> bool:
         """Tombstone a memory: it leaves every read; ``vacuum`` reclaims its space.
 
@@ -401,11 +358,10 @@ class WriteMethods:
             ``False`` when the id does not exist or was already forgotten.
         """
         memory_id, at = validate_id(id), resolve_now(now)
-        with self._db.write() as conn:
-            forgotten = writes.forget(conn, self._lexical, memory_id, at)
-        if forgotten:
-            emit(self._metrics, "soft_delete")
-            notify_committed(self, [MemoryForgotten(memory_id)])
+        with self._commit.write() as tx:
+            forgotten = writes.forget(tx.conn, self._lexical, memory_id, at)
+            if forgotten:
+                tx.record(Committed("forget", forgotten=(memory_id,)))
         return forgotten
 
     def delete(self, id: str) -> bool:
@@ -415,11 +371,10 @@ class WriteMethods:
             ``False`` when the id does not exist.
         """
         memory_id = validate_id(id)
-        with self._db.write() as conn:
-            deleted = writes.delete(conn, self._lexical, memory_id)
-        if deleted:
-            emit(self._metrics, "delete")
-            notify_committed(self, [MemoryDeleted(memory_id)])
+        with self._commit.write() as tx:
+            deleted = writes.delete(tx.conn, self._lexical, memory_id)
+            if deleted:
+                tx.record(Committed("delete", deleted=(memory_id,)))
         return deleted
 
 
