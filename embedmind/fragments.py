@@ -63,7 +63,9 @@ class FragmentHit:
     Attributes:
         record_id: The memory the fragment belongs to.
         locator: Where in the record it is.
-        score: Cosine similarity to the query (higher is better).
+        score: Cosine similarity of the query and the fragment's stored
+            float32 vector (higher is better, within ``[-1, 1]``), exact to
+            float32 round-off (about 1e-7) — not the graph's float16 estimate.
         text: The fragment's text, when known.
     """
 
@@ -130,6 +132,10 @@ class Fragments:
 
         The cap is applied while selecting, before the ``k`` cut, and the search
         widens until ``k`` hits respecting it exist or the index is exhausted.
+        Each hit's score is the float32 cosine of the (unit) query with the
+        fragment's stored vector, computed from its row in SQLite, and hits are
+        ordered by it (equal scores in a stable order): the HNSW graph's
+        float16 copies only choose the candidates.
         """
         index = self._require_index()
         an_int(k, "k", low=1, high=10_000)
@@ -140,7 +146,9 @@ class Fragments:
         vector = self._query_vector(query, index.dims)
         condition = Selection(resolve_now(now), namespace, where).compile()
         with self._store._db.read() as conn:
-            found = nearest_capped(conn, index, vector, condition, k, max_per_record, FRAGMENTS)
+            found = nearest_capped(
+                conn, index, vector, condition, k, max_per_record, FRAGMENTS, rescore=True
+            )
             info = rows.details(conn, [v for v, _, _ in found])
         return [
             FragmentHit(info[v][0], Locator(info[v][1], info[v][2]), float(score), info[v][3])
