@@ -184,7 +184,23 @@ def m0004_fragments(conn: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (m0001_initial, m0002_vectors, m0003_graph, m0004_fragments)
+def m0005_sessions(conn: apsw.Connection) -> None:
+    """Index memories by dialog, for session context's neighbour lookups.
+
+    Session context finds a memory's previous and next turn in its
+    ``(namespace, session_id)`` on every write. Without this index SQLite
+    scans the session through ``memories_by_agent`` and sorts it; with it each
+    lookup is one covering-index seek (EXPLAIN QUERY PLAN in
+    ``tests/test_sessions_index.py``).
+    """
+    conn.execute(
+        "CREATE INDEX memories_by_session ON memories (namespace, session_id, created_at, key)"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    m0001_initial, m0002_vectors, m0003_graph, m0004_fragments, m0005_sessions,
+)  # fmt: skip
 LATEST = len(MIGRATIONS)
 
 

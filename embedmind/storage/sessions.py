@@ -3,6 +3,9 @@
 A dialog is the memories of one ``(namespace, session_id)``, ordered by
 ``created_at`` then key (write order). Only memories the lexical index holds
 (rows of ``lex_docs``) take part, so a forgotten memory has no place in it.
+The neighbour lookups compare ``(created_at, key)`` as row values, so that
+SQLite seeks ``memories_by_session`` to the place instead of scanning the
+session (migration 5).
 The per-store switch lives in ``meta`` under :data:`SWITCH`.
 """
 
@@ -66,9 +69,9 @@ def indexed_before(conn: apsw.Connection, place: Place) -> int | None:
     """The indexed memory just before ``place`` in its dialog."""
     row = conn.execute(
         "SELECT m.key FROM memories AS m WHERE m.namespace = ? AND m.session_id = ? "
-        f"AND (m.created_at < ? OR (m.created_at = ? AND m.key < ?)) AND {_INDEXED} "
+        f"AND (m.created_at, m.key) < (?, ?) AND {_INDEXED} "
         "ORDER BY m.created_at DESC, m.key DESC LIMIT 1",
-        (place.namespace, place.session_id, place.created_at, place.created_at, place.key),
+        (place.namespace, place.session_id, place.created_at, place.key),
     ).fetchone()
     return None if row is None else int(row[0])
 
@@ -77,9 +80,9 @@ def indexed_after(conn: apsw.Connection, place: Place) -> int | None:
     """The indexed memory just after ``place`` in its dialog."""
     row = conn.execute(
         "SELECT m.key FROM memories AS m WHERE m.namespace = ? AND m.session_id = ? "
-        f"AND (m.created_at > ? OR (m.created_at = ? AND m.key > ?)) AND {_INDEXED} "
+        f"AND (m.created_at, m.key) > (?, ?) AND {_INDEXED} "
         "ORDER BY m.created_at, m.key LIMIT 1",
-        (place.namespace, place.session_id, place.created_at, place.created_at, place.key),
+        (place.namespace, place.session_id, place.created_at, place.key),
     ).fetchone()
     return None if row is None else int(row[0])
 
@@ -88,13 +91,10 @@ def indexed_between(conn: apsw.Connection, low: Place, high: Place) -> list[Plac
     """The indexed memories of the dialog strictly between ``low`` and ``high``."""
     rows = conn.execute(
         "SELECT m.key, m.created_at FROM memories AS m WHERE m.namespace = ? "
-        "AND m.session_id = ? AND (m.created_at > ? OR (m.created_at = ? AND m.key > ?)) "
-        f"AND (m.created_at < ? OR (m.created_at = ? AND m.key < ?)) AND {_INDEXED}",
-        (
-            low.namespace, low.session_id, low.created_at, low.created_at, low.key,
-            high.created_at, high.created_at, high.key,
-        ),
-    )  # fmt: skip
+        "AND m.session_id = ? AND (m.created_at, m.key) > (?, ?) "
+        f"AND (m.created_at, m.key) < (?, ?) AND {_INDEXED}",
+        (low.namespace, low.session_id, low.created_at, low.key, high.created_at, high.key),
+    )
     return [Place(low.namespace, low.session_id, int(at), int(k)) for k, at in rows]
 
 

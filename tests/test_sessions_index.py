@@ -1,0 +1,77 @@
+"""Migration 5: session context's neighbour lookups seek ``memories_by_session``."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+import embedmind
+from embedmind.storage import migrations, sessions
+from embedmind.storage.sessions import Place
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _traced(conn: apsw.Connection, run: Any) -> list[tuple[str, Any]]:
+    """The statements ``run()`` executes on ``conn``, with their bindings."""
+    seen: list[tuple[str, Any]] = []
+
+    def trace(_cursor: Any, sql: str, bindings: Any) -> bool:
+        seen.append((sql, bindings))
+        return True
+
+    conn.exec_trace = trace
+    try:
+        run()
+    finally:
+        conn.exec_trace = None
+    return seen
+
+
+def test_each_neighbour_lookup_is_one_seek_of_the_session_index() -> None:
+    with embedmind.Store.open(":memory:", embedder=None) as store:
+        store.remember_many(
+            [
+                embedmind.Draft(
+                    f"turn {i}", namespace=f"n{i % 2}", session_id=f"s{i % 3}", agent=f"a{i % 4}",
+                    created_at=T0 + dt.timedelta(minutes=i),
+                )
+                for i in range(60)
+            ]
+        )  # fmt: skip
+        with store._db.read() as conn:
+            (key, at), (high_key, high_at) = conn.execute(
+                "SELECT key, created_at FROM memories WHERE namespace = 'n0' AND session_id = 's0' "
+                "ORDER BY created_at LIMIT 2 OFFSET 3"
+            ).fetchall()
+            low, high = Place("n0", "s0", at, key), Place("n0", "s0", high_at + 9, high_key)
+
+            def lookups() -> None:
+                sessions.indexed_before(conn, low)
+                sessions.indexed_after(conn, low)
+                sessions.indexed_between(conn, low, high)
+
+            statements = _traced(conn, lookups)
+            assert len(statements) == 3
+            for sql, bindings in statements:
+                plan = [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", bindings)]
+                assert "memories_by_session" in plan[0], plan
+                assert "created_at" in plan[0], plan  # a range seek, not a session scan
+                assert not any("TEMP B-TREE" in step for step in plan), plan
+
+
+def test_opening_a_version_4_file_adds_the_index(tmp_path: Path) -> None:
+    path = tmp_path / "old.mind"
+    conn = apsw.Connection(str(path))
+    for migration in migrations.MIGRATIONS[:4]:
+        migration(conn)
+    conn.execute("PRAGMA user_version = 4")
+    conn.close()
+    with embedmind.Store.open(path, embedder=None) as store:
+        assert store.stats().schema_version == 5
+        with store._db.read() as conn:
+            names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert "memories_by_session" in names
