@@ -57,24 +57,38 @@ def windows(query: str, *, now: _dt.datetime | None = None) -> list[Window]:
         []
     """
     text = query.casefold()
-    pad = _dt.timedelta(days=PAD_DAYS)
     days = [_day(int(y), m, int(d)) for d, m, y in _DAY_MONTH_YEAR.findall(text)]
     days += [_day(int(y), m, int(d)) for m, d, y in _MONTH_DAY_YEAR.findall(text)]
-    found = [(day - pad, day + _dt.timedelta(days=1) + pad) for day in days if day is not None]
+    spans = [(day, _dt.timedelta(days=1)) for day in days if day is not None]
     if not days:  # "May 8, 2023" also reads as "May ... 2023": only without a day
         for month, year in _MONTH_YEAR.findall(text):
-            start = _dt.datetime(int(year), MONTHS[month], 1, tzinfo=_UTC)
-            end = (start + _dt.timedelta(days=32)).replace(day=1)
-            found.append((start - pad, end + pad))
+            start = _day(int(year), month, 1)
+            if start is not None:
+                spans.append((start, _dt.timedelta(days=_month_days(start))))
     if now is not None:
-        found += [(day - pad, day + _dt.timedelta(days=1) + pad) for day in _relative(text, now)]
-    return found
+        spans += [(day, _dt.timedelta(days=1)) for day in _relative(text, now)]
+    return [window for start, length in spans if (window := _padded(start, length))]
+
+
+def _padded(start: _dt.datetime, length: _dt.timedelta) -> Window | None:
+    """``[start - PAD_DAYS, start + length + PAD_DAYS)``, or ``None`` past the calendar's ends."""
+    pad = _dt.timedelta(days=PAD_DAYS)
+    try:
+        return start - pad, start + length + pad
+    except OverflowError:  # "in December 9999", "on 1 January 0001": no window fits
+        return None
+
+
+def _month_days(first: _dt.datetime) -> int:
+    following = (first.month % 12) + 1
+    year = first.year + (first.month == 12)
+    return (_dt.date(year, following, 1) - first.date()).days if year <= 9999 else 31
 
 
 def _day(year: int, month: str, day: int) -> _dt.datetime | None:
     try:
         return _dt.datetime(year, MONTHS[month], day, tzinfo=_UTC)
-    except ValueError:  # "31 February": not a date
+    except ValueError:  # "31 February", year 0: not a date
         return None
 
 

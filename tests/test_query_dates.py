@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-import functools
 
 import pytest
 
 import embedmind
-from embedmind import recall
 from embedmind.cli import demo
 from embedmind.query_dates import PAD_DAYS, windows
 
@@ -65,20 +63,15 @@ def _store() -> embedmind.Store:
     return store
 
 
-def test_a_named_date_moves_in_window_candidates_up_and_adds_none(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_named_date_moves_in_window_candidates_up_and_adds_none() -> None:
     query = "where did we go hiking in July 2023?"
     with _store() as store:
         plain = store.recall(query, mode="text", k=15).ids
         found = windows(query)
-        monkeypatch.setattr(
-            recall, "Request", functools.partial(recall.Request, windows=tuple(found))
-        )
-        dated = store.recall(query, mode="text", k=15)
+        dated = store.recall(query, mode="text", k=15, temporal=True)
         assert set(dated.ids) == set(plain)  # nothing brought in
         july = {m.id for m in store.iter() if found[0][0] <= m.created_at < found[0][1]}
         assert july and set(dated.ids[: len(july)]) == july
         assert "dates" in dated.channels
         for k in (1, 3, 10):  # still a prefix of the longer answer
-            assert store.recall(query, mode="text", k=k).ids == dated.ids[:k]
+            assert store.recall(query, mode="text", k=k, temporal=True).ids == dated.ids[:k]

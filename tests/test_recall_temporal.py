@@ -92,10 +92,6 @@ def test_a_query_without_a_date_is_unchanged_by_temporal(
         assert dated == plain
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="query_dates.windows raises on dates at the ends of the calendar (see the report)",
-)
 @pytest.mark.parametrize("query", ["in May 0000", "in December 9999", "on 1 January 0001"])
 def test_a_date_at_the_ends_of_the_calendar_does_not_raise(query: str) -> None:
     with _hikes() as store:
