@@ -125,9 +125,15 @@ class Transaction:
         self.records.append(committed)
 
 
-def changed(conn: apsw.Connection, keys: Sequence[int]) -> tuple[Changed, ...]:
-    """The :class:`Changed` of rows by key, in key order (damaged rows are named, not refused)."""
-    return tuple(Changed(*row) for row in identities(conn, keys).values())
+def changed(
+    conn: apsw.Connection, keys: Sequence[int], *, live: bool = False
+) -> tuple[Changed, ...]:
+    """The :class:`Changed` of rows by key, in key order (damaged rows are named, not refused).
+
+    With ``live``, tombstones are left out: a move or rename carries them along,
+    but they were reported when forgotten and are no memory to report again.
+    """
+    return tuple(Changed(*row) for row in identities(conn, keys, live=live).values())
 
 
 @dataclass(frozen=True)

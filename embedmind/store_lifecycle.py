@@ -20,7 +20,7 @@ from embedmind.ids import validate_id
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Memory, NamespaceActivity, NamespaceLink, Tier
 from embedmind.namespaces import SUBTREE_SUFFIX, normalize_namespace, scope_items
-from embedmind.storage import lifecycle, records
+from embedmind.storage import lifecycle, records, sessions
 from embedmind.storage.database import Database
 from embedmind.timestamps import duration_micros, from_micros, in_range, resolve_now, to_micros
 from embedmind.writes import delete_keys
@@ -171,8 +171,8 @@ class LifecycleMethods:
         with self._commit.write() as tx:
             found = records.find_many(tx.conn, wanted)
             keys = sorted(e.key for e in found.values() if e.namespace == source)
-            moved = lifecycle.move(tx.conn, keys, target, at)
-            tx.record(Committed("move", placed=changed(tx.conn, keys)))
+            moved = self._move_keeping_context(tx.conn, keys, target, at, source != target)
+            tx.record(Committed("move", placed=changed(tx.conn, keys, live=True)))
         return moved
 
     def rename_namespace(self, old: str, new: str, *, now: _dt.datetime | None = None) -> int:
@@ -189,10 +189,27 @@ class LifecycleMethods:
         at = resolve_now(now)
         with self._commit.write() as tx:
             keys = lifecycle.keys_in_namespace(tx.conn, source)
-            moved = lifecycle.move(tx.conn, keys, target, at)
+            moved = self._move_keeping_context(tx.conn, keys, target, at, source != target)
             if source != target:
                 lifecycle.rename_link_endpoints(tx.conn, source, target)
-            tx.record(Committed("rename_namespace", placed=changed(tx.conn, keys)))
+            tx.record(Committed("rename_namespace", placed=changed(tx.conn, keys, live=True)))
+        return moved
+
+    def _move_keeping_context(
+        self, conn: Any, keys: Sequence[int], target: str, at: int, elsewhere: bool
+    ) -> int:
+        """Move rows to ``target``; with session context, re-index both dialogs around them.
+
+        A dialog is a ``(namespace, session_id)``: a memory that moves leaves
+        its neighbours in the old one and gains new ones, so its postings and
+        theirs are taken out before the move and put back after it.
+        """
+        if not elsewhere or not sessions.enabled(conn):
+            return lifecycle.move(conn, keys, target, at)
+        version = records.next_write_seq(conn)
+        detached = self._lexical.detach(conn, list(sessions.places(conn, keys)), version)
+        moved = lifecycle.move(conn, keys, target, at)
+        self._lexical.attach(conn, detached, version)
         return moved
 
     def link_namespaces(

@@ -320,3 +320,10 @@ def _named(event: object, new: str | None) -> object:
         assert new is not None
         return type(event)(new, *list(vars(event).values())[1:])
     return event
+
+
+def test_tombstones_a_rename_carries_along_are_not_reported_again(world: World) -> None:
+    assert world.store.rename_namespace("free", "elsewhere") == 6  # five live, one tombstone
+    reported = {e.id for e in world.listener.events if isinstance(e, MemoryUpdated)}
+    assert reported == {"mv", "doc", "other", "ctr", "short"}  # "tomb" was reported forgotten
+    assert [c[0] for c in world.metrics.calls] == ["update"] * 5

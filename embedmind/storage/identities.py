@@ -14,8 +14,12 @@ from collections.abc import Sequence
 import apsw
 
 
-def identities(conn: apsw.Connection, keys: Sequence[int]) -> dict[int, tuple[str, str, str]]:
+def identities(
+    conn: apsw.Connection, keys: Sequence[int], *, live: bool = False
+) -> dict[int, tuple[str, str, str]]:
     """``{key: (id, namespace, tier)}`` of the rows with these keys (missing keys are skipped).
+
+    With ``live``, forgotten rows (tombstones) are skipped too.
 
     A value that is not valid UTF-8 is decoded with replacement characters;
     an undecodable id is named ``"key:N"``, as damaged-row errors name it.
@@ -24,8 +28,9 @@ def identities(conn: apsw.Connection, keys: Sequence[int]) -> dict[int, tuple[st
         return {}
     rows = conn.execute(
         "SELECT key, CAST(id AS BLOB), CAST(namespace AS BLOB), tier FROM memories "
-        "WHERE key IN (SELECT value FROM json_each(?)) ORDER BY key",
-        (json.dumps([int(k) for k in keys]),),
+        "WHERE key IN (SELECT value FROM json_each(?)) AND (? OR forgotten_at IS NULL) "
+        "ORDER BY key",
+        (json.dumps([int(k) for k in keys]), not live),
     )
     return {
         int(k): (_id(int(k), i), bytes(n).decode("utf-8", "replace"), str(t)) for k, i, n, t in rows
