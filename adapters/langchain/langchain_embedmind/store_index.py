@@ -6,7 +6,8 @@ those vectors is one fragment of the item's memory in the engine's fragment
 index (locator ``(i, i + 1)`` for the item's ``i``-th vector, the path list in
 the item's reserved metadata), so a query search is one fragment query with
 ``max_per_record=1``: the best field per item, best first, with its cosine as
-the score, as LangGraph's ``InMemoryStore`` reports it.
+the score, as LangGraph's ``InMemoryStore`` reports it (the engine scores
+fragments exactly from their float32 rows, within 1e-6 of LangGraph's float64).
 
 The vectors come from LangGraph's ``embed`` (through its own
 ``ensure_embeddings``, so callables, async callables and provider strings work
@@ -16,7 +17,6 @@ as in LangGraph), and the texts from its own ``tokenize_path`` and
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -175,12 +175,13 @@ def _check_same_model(store: Store, embeddings: Embeddings) -> None:
         )
 
 
-def as_vectors(raw: Sequence[Sequence[float]], fields: Sequence[tuple[str, str]]) -> list[str]:
-    """Unit float32 vectors, one per field, packed as base64 (little-endian, as the engine stores).
+def as_vectors(
+    raw: Sequence[Sequence[float]], fields: Sequence[tuple[str, str]]
+) -> list[list[float]]:
+    """Unit vectors, one per field: the item's fragments in the engine's index.
 
-    They ride in the item's reserved metadata so a query search can score its
-    candidates exactly: the fragment index's HNSW graph keeps float16 copies,
-    whose cosines are ~1e-4 off the float64 ones LangGraph's stores report.
+    The engine keeps them as float32 rows and scores a query with their exact
+    cosines, so the adapter keeps no copy of its own.
 
     Raises:
         InvalidInputError: When the embeddings did not return one finite,
@@ -198,23 +199,8 @@ def as_vectors(raw: Sequence[Sequence[float]], fields: Sequence[tuple[str, str]]
     for (path, _), norm in zip(fields, norms, strict=True):
         if not np.isfinite(norm) or norm == 0.0:
             raise InvalidInputError("index", f"the embedding of field {path!r} has no direction")
-    unit = (vectors / norms[:, None]).astype("<f4")
-    return [base64.b64encode(row.tobytes()).decode("ascii") for row in unit]
-
-
-def best_cosine(query: Sequence[float], packed: Sequence[str]) -> float | None:
-    """The cosine of ``query`` with the best of an item's packed field vectors."""
-    if not packed:
-        return None
-    rows = np.stack([np.frombuffer(base64.b64decode(p), dtype="<f4") for p in packed])
-    q = np.asarray(query, dtype=np.float64)
-    best = float((rows.astype(np.float64) @ q).max() / np.linalg.norm(q))
-    return min(1.0, max(-1.0, best))  # float32 round-off can pass 1 by ~1e-8
-
-
-def unpack(packed: str) -> list[float]:
-    """One packed vector as floats (the memory's own vector, so it is not embedded twice)."""
-    return np.frombuffer(base64.b64decode(packed), dtype="<f4").astype(float).tolist()  # type: ignore[no-any-return]
+    unit: list[list[float]] = (vectors / norms[:, None]).tolist()
+    return unit
 
 
 def value_text(value: Mapping[str, Any]) -> str:

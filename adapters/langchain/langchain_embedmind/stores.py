@@ -43,10 +43,8 @@ from langchain_embedmind.store_index import (
     Indexing,
     as_embeddings,
     as_vectors,
-    best_cosine,
     field_texts,
     resolve_index,
-    unpack,
     value_text,
 )
 
@@ -60,7 +58,7 @@ class _Embedded:
     """The vectors a batch needs, computed before it runs (sync or async alike)."""
 
     fields: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
-    documents: dict[int, list[str]] = field(default_factory=dict)
+    documents: dict[int, list[list[float]]] = field(default_factory=dict)
     queries: dict[str, list[float]] = field(default_factory=dict)
 
 
@@ -269,7 +267,7 @@ class EmbedmindStore(BaseStore):
         again = {m.id: m for m in self.store.get_many([m.id for m in memories])}
         return [again.get(m.id, m) for m in memories]
 
-    def _put(self, op: PutOp, fields: list[tuple[str, str]], packed: list[str]) -> None:
+    def _put(self, op: PutOp, fields: list[tuple[str, str]], vectors: list[list[float]]) -> None:
         namespace = self._namespace(op.namespace)
         memory_id = names.item_id(namespace, op.key)
         if op.value is None:
@@ -278,8 +276,9 @@ class EmbedmindStore(BaseStore):
         if not isinstance(op.key, str) or not op.key:
             raise ValueError("a key is a non-empty str")
         indexed = [label for label, _ in fields]
-        meta = {"key": op.key, store_ttl.TTL_KEY: op.ttl, "paths": indexed, "vectors": packed}
-        vectors = [unpack(p) for p in packed]
+        # Stores written before the engine scored fragments exactly also hold a
+        # "vectors" key here (base64 copies of the field vectors): no read uses it.
+        meta = {"key": op.key, store_ttl.TTL_KEY: op.ttl, "paths": indexed}
         # BM25 reads the indexed texts; an unindexed item keeps its whole value
         # as text (content is never empty), and is still never ranked by a query.
         content = "\n".join(text for _, text in fields) or value_text(op.value)
@@ -342,19 +341,13 @@ class EmbedmindStore(BaseStore):
     def _by_vectors(
         self, query: list[float], wanted: int, scope: str, where: dict[str, Any] | None
     ) -> list[tuple[Memory, float | None]]:
-        # Over-fetch, then score exactly from the packed vectors: the graph's
-        # float16 cosines are ~1e-4 off and may swap near neighbours at the cut.
-        k = min(2 * wanted + 10, MAX_K)
+        # No over-fetch: the engine applies max_per_record before the k cut and
+        # ranks by exact cosines, so its top `wanted` records are the answer.
         hits = self.store.fragments.query(
-            query, k=k, max_per_record=1, namespace=scope, where=where
+            query, k=min(wanted, MAX_K), max_per_record=1, namespace=scope, where=where
         )
-        scored = [
-            (m, best_cosine(query, m.metadata[RESERVED].get("vectors", [])))
-            for m in self.store.get_many([h.record_id for h in hits])
-        ]
-        # Stable: equal cosines keep creation order, as InMemoryStore keeps insertion order.
-        scored.sort(key=lambda pair: -2.0 if pair[1] is None else -pair[1])
-        return scored[:wanted]
+        scores = {h.record_id: h.score for h in hits}
+        return [(m, scores[m.id]) for m in self.store.get_many(list(scores))]
 
     def _by_text(
         self, query: str, wanted: int, scope: str, where: dict[str, Any] | None

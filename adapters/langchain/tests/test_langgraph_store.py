@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_embedmind import EmbedmindStore
 from langchain_embedmind.store_namespaces import item_id
+from langchain_embedmind.stores import RESERVED
 from langgraph.store.memory import InMemoryStore
 
 import embedmind
@@ -115,6 +119,50 @@ def test_an_emptied_namespace_is_no_longer_listed(
     ours.put(("gone",), "k", {"v": 1})
     ours.delete(("gone",), "k")
     assert ours.list_namespaces() == []
+
+
+def test_items_keep_no_copy_of_their_vectors_in_metadata() -> None:
+    with embedmind.Store.open(":memory:", embedder=HashingEmbedder(64)) as engine:
+        ours = EmbedmindStore(engine, index={"dims": 64, "fields": ["text", "tags[*]"]})
+        ours.put(("docs",), "a", {"text": "green tea", "tags": ["drink", "leaf"]})
+        memory = engine.get(item_id(ours._namespace(("docs",)), "a"))
+        assert memory is not None
+        # The field vectors live once, as the item's fragments in the engine.
+        assert memory.metadata[RESERVED] == {"key": "a", "ttl": None, "paths": PATHS}
+        assert engine.fragments.fragment_count == 3
+
+
+PATHS = ["text", "tags[*].0", "tags[*].1"]
+
+
+def test_an_item_written_with_packed_vectors_still_reads(tmp_path: Path) -> None:
+    embedder = HashingEmbedder(64)
+    with embedmind.Store.open(tmp_path / "old.mind", embedder=embedder) as engine:
+        ours = EmbedmindStore(engine, index={"dims": 64, "fields": ["text"]})
+        namespace, value = ours._namespace(("docs",)), {"text": "green tea"}
+        # As the adapter wrote items before the engine scored fragments exactly:
+        # a base64 float32 copy of each field vector in the reserved metadata.
+        vector = np.asarray(embedder.embed_query("green tea"), dtype="<f4")
+        packed = [base64.b64encode(vector.tobytes()).decode("ascii")]
+        reserved = {"key": "a", "ttl": None, "paths": ["text"], "vectors": packed}
+        memory_id = item_id(namespace, "a")
+        engine.remember(
+            "green tea",
+            id=memory_id,
+            namespace=namespace,
+            metadata={**value, RESERVED: reserved},
+            vector=vector.tolist(),
+            agent="langgraph",
+        )
+        engine.fragments.put(memory_id, [((0, 1), vector.tolist())])
+        item = ours.get(("docs",), "a")
+        assert item is not None and item.value == value
+        found = ours.search(("docs",), query="green tea")
+        assert [(i.key, i.value) for i in found] == [("a", value)]
+        assert found[0].score == pytest.approx(1.0, abs=1e-6)
+        ours.put(("docs",), "a", value)  # rewritten: the copy goes
+        again = engine.get(memory_id)
+        assert again is not None and "vectors" not in again.metadata[RESERVED]
 
 
 def test_a_langgraph_graph_remembers_across_runs() -> None:
