@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import inspect
+import io
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -327,3 +328,29 @@ def test_tombstones_a_rename_carries_along_are_not_reported_again(world: World) 
     reported = {e.id for e in world.listener.events if isinstance(e, MemoryUpdated)}
     assert reported == {"mv", "doc", "other", "ctr", "short"}  # "tomb" was reported forgotten
     assert [c[0] for c in world.metrics.calls] == ["update"] * 5
+
+
+READS: dict[str, Callable[[embedmind.Store], object]] = {
+    "entities_of": lambda s: s.entities_of("doc"),
+    "entity_members": lambda s: s.entity_members("x"),
+    "export_jsonl": lambda s: s.export_jsonl(io.StringIO()),
+    "find_by_fingerprint": lambda s: s.find_by_fingerprint("free", "semantic", "doc content"),
+    "get": lambda s: s.get("doc"),
+    "get_many": lambda s: s.get_many(["doc"]),
+    "iter": lambda s: list(s.iter()),
+    "lineage": lambda s: s.lineage("doc"),
+    "links": lambda s: s.links(),
+    "namespaces": lambda s: s.namespaces(),
+    "neighbors": lambda s: s.neighbors("doc"),
+    "recall": lambda s: s.recall("doc content"),
+    "related": lambda s: s.related("doc"),
+    "stats": lambda s: s.stats(),
+    "vectors": lambda s: s.vectors(["doc"]),
+}
+
+
+def test_the_readers_commit_nothing(world: World) -> None:
+    assert set(READS) == READERS
+    for name, read in READS.items():
+        read(world.store)
+        assert world.listener.events == [] and world.metrics.calls == [], name
