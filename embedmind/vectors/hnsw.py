@@ -241,6 +241,11 @@ class VectorIndex:
         """
         if self.file_path is None:
             return False
+        if time.monotonic() < self._retry_at:
+            # A save failed moments ago: skip it before the sync below would load
+            # this transaction's uncommitted vectors with nothing to drop them on
+            # a rollback (and do not pay the reload again per write).
+            return False
         with self._lock:
             try:
                 self.sync(conn)
@@ -278,8 +283,6 @@ class VectorIndex:
         never reports a failure of its derived index afterwards.
         """
         assert self.file_path is not None  # checked by save
-        if time.monotonic() < self._retry_at:
-            return None  # failed moments ago: do not pay the reload again per write
         try:
             return fileio.write_atomically(self.file_path, lambda temp: _save(index, temp))
         except StorageError as e:
