@@ -22,7 +22,13 @@ from embedmind.model import Memory, NamespaceActivity, NamespaceLink, Tier
 from embedmind.namespaces import SUBTREE_SUFFIX, normalize_namespace, scope_items
 from embedmind.storage import lifecycle, records, sessions
 from embedmind.storage.database import Database
-from embedmind.timestamps import duration_micros, from_micros, in_range, resolve_now, to_micros
+from embedmind.timestamps import (
+    duration_micros,
+    from_micros,
+    in_range,
+    optional_to_micros,
+    resolve_now,
+)
 from embedmind.writes import delete_keys
 
 DURABLE_TIERS = (Tier.SEMANTIC.value, Tier.PROCEDURAL.value)
@@ -120,7 +126,7 @@ class LifecycleMethods:
             name = Tier(tier).value
         except ValueError:
             raise InvalidInputError("tier", f"{tier!r} is not a tier") from None
-        expiry = None if expires_at is None else to_micros(expires_at, "expires_at")
+        expiry = optional_to_micros(expires_at, "expires_at")
         at = resolve_now(now)
         with self._commit.write() as tx:
             existing = records.find(tx.conn, validate_id(id))

@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from embedmind import drafts
-from embedmind.checks import is_number
+from embedmind.checks import finite_number
 from embedmind.commit import CommitPath, Committed
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import (
-    InvalidInputError,
     NotFoundError,
     RedactionIncompleteError,
     StorageError,
@@ -206,6 +205,6 @@ class MaintenanceMethods:
 
 def _timeout(value: object) -> float:
     """Validate a ``checkpoint_timeout`` (seconds, positive and finite)."""
-    if not is_number(value) or not 0 < value < float("inf"):
-        raise InvalidInputError("checkpoint_timeout", "expected a positive number of seconds")
-    return float(value)
+    return finite_number(
+        value, "checkpoint_timeout", positive=True, message="expected a positive number of seconds"
+    )
