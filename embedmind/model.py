@@ -250,6 +250,9 @@ class Stats:
             ``embedder=None`` (or before it had a model), vector search cannot
             find them; :func:`embedmind.reembed` with ``missing=True`` fills
             them. Always 0 in a store that never had a model.
+        session_context: Whether the BM25 postings carry session context (a
+            memory with a ``session_id`` also indexes its dialog neighbours'
+            words); see ``Store.open(session_context=)``.
     """
 
     live: int
@@ -268,6 +271,7 @@ class Stats:
     file_bytes: int
     schema_version: int
     missing_vectors: int = 0
+    session_context: bool = False
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from embedmind.fragments import Fragments
 from embedmind.lexical.index import LexicalIndex
 from embedmind.plugins import embedder_factory, resolve_embedder
 from embedmind.policies import EvictionPolicy, FragmentPolicy
+from embedmind.storage import records, sessions
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.connection import Synchronous
 from embedmind.storage.database import Database, normalize_path
@@ -92,6 +93,7 @@ class Store(
         metrics: Any = None,
         fragment_policy: FragmentPolicy | None = None,
         eviction: EvictionPolicy | None = None,
+        session_context: bool | None = None,
     ) -> Store:
         """Open (creating if missing) the store at ``path``; ``":memory:"`` is a throwaway.
 
@@ -120,6 +122,18 @@ class Store(
                 the record id and never fail the write).
             eviction: Keep at most ``max_records`` memories per namespace (and
                 tier) in its scope, evicting the oldest in the same transaction.
+            session_context: Index each memory that has a ``session_id`` with
+                its dialog neighbours' words too (the previous and next memory
+                of its namespace and session, by ``created_at``), so an answer
+                that does not repeat the question's words is found through
+                the question before it; content, vectors and ``get`` stay its
+                own. ``None`` (default) keeps the store's setting: on for a
+                store created by this release, off for an older one. ``True``
+                or ``False`` sets it; a change re-indexes every memory's BM25
+                postings in one write transaction, holding the writer lock
+                (other writers wait, readers do not). On LoCoMo it
+                lifts hybrid recall@10 from 0.666 to 0.731 and hit@10 from
+                0.730 to 0.802 (``docs/benchmarks.md``).
 
         Returns:
             The open store.
@@ -130,6 +144,8 @@ class Store(
             EmbedderMismatchError: When the store's vectors come from another model.
             StorageError: When the file cannot be opened.
         """
+        if session_context is not None and not isinstance(session_context, bool):
+            raise InvalidInputError("session_context", "expected True, False or None")
         database = Database(
             normalize_path(path), synchronous=synchronous, busy_timeout=busy_timeout
         )
@@ -141,7 +157,10 @@ class Store(
                 _check_identity(database, resolved)
             elif fragment_policy is not None:
                 raise InvalidInputError("fragment_policy", "fragments need an embedder")
-            return cls(database, resolved, metrics, fragment_policy, eviction)
+            store = cls(database, resolved, metrics, fragment_policy, eviction)
+            if session_context is not None:
+                store._set_session_context(session_context)
+            return store
         except BaseException:
             database.close()  # a store that failed to open holds no file handle or lock
             raise
@@ -155,6 +174,12 @@ class Store(
     def schema_version(self) -> int:
         """The schema version of the open file."""
         return self._db.schema_version
+
+    def _set_session_context(self, on: bool) -> None:
+        """Turn session context on or off, re-indexing the postings when it changes."""
+        with self._commit.write() as tx:  # the postings change, no memory: nothing to record
+            if sessions.enabled(tx.conn) != on:
+                self._lexical.rebuild(tx.conn, records.next_write_seq(tx.conn), session_context=on)
 
     # -- lifecycle ---------------------------------------------------------------
 

@@ -304,6 +304,7 @@ class ReadMethods:
             recorded = vector_rows.read_identity(conn)
             # A store that never had a model has no vectors to miss.
             missing = vector_rows.missing_count(conn) if recorded else 0
+            context = sessions.enabled(conn)
         return Stats(
             live=counts["live"],
             forgotten=counts["forgotten"],
@@ -324,6 +325,7 @@ class ReadMethods:
             file_bytes=self._db.file_bytes(),
             schema_version=self._db.schema_version,
             missing_vectors=missing,
+            session_context=context,
         )
 
 

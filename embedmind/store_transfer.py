@@ -1,6 +1,7 @@
 """Export and import as JSON Lines: backups, migrations, moving memories between stores.
 
-The first line is a header naming the format and the embedding model; then
+The first line is a header naming the format, the embedding model and
+whether session context is on (an import into an empty store takes it); then
 one line per live memory (every stored field, times as integer microseconds,
 its entities and outgoing relations, and optionally its vectors as
 little-endian float32 in base64), then one line per namespace link.
@@ -50,7 +51,7 @@ from embedmind.ids import validate_id
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Draft, Tier
 from embedmind.namespaces import normalize_namespace
-from embedmind.storage import graph, lifecycle, records
+from embedmind.storage import graph, lifecycle, records, sessions
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.database import Database
 from embedmind.vectors.embedding import Embedded, embed_contents
@@ -64,7 +65,7 @@ PathArg = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 Lines = Iterator[tuple[int, str]]
 """Non-blank lines of an import source with their 1-based line numbers."""
 
-_HEADER_FIELDS = frozenset({"type", "format", "version", "embedder"})
+_HEADER_FIELDS = frozenset({"type", "format", "version", "embedder", "session_context"})
 _MEMORY_REQUIRED = (
     "id", "namespace", "content", "tier", "level", "created_at", "updated_at", "valid_from",
     "confidence",
@@ -144,7 +145,10 @@ class TransferMethods:
         progress = tqdm(disable=not show_progress, unit="memory", desc="export")
         with _text_sink(destination) as out, progress as bar, self._db.read() as conn:
             recorded = vector_rows.read_identity(conn) or None
-            header = {"type": "header", "format": FORMAT, "version": VERSION, "embedder": recorded}
+            header = {
+                "type": "header", "format": FORMAT, "version": VERSION, "embedder": recorded,
+                "session_context": sessions.enabled(conn),
+            }  # fmt: skip
             out.write(_line(header))
             written, after = 0, 0
             while True:
@@ -224,7 +228,7 @@ class TransferMethods:
 
     def _check_file(self, lines: Lines, reembed: bool, bar: Any) -> int:
         """Validate every line and check ids against the store; write nothing."""
-        dims = self._reused_dims(lines, reembed)
+        dims, _ = self._read_header(lines, reembed)
         seen: dict[str, int] = {}
         pending: list[tuple[int, Prepared]] = []
         for number, item in _objects(lines):
@@ -264,7 +268,9 @@ class TransferMethods:
         # Every line is validated again: the records are not kept from the first
         # pass (a file may be larger than memory), and this also catches a file
         # that changed in between.
-        dims = self._reused_dims(lines, reembed)
+        dims, context = self._read_header(lines, reembed)
+        if context is not None:
+            self._adopt_session_context(context)
         batch: list[_Record] = []
         later: list[Relation] = []
         links: list[Link] = []
@@ -286,8 +292,25 @@ class TransferMethods:
             for link in links:
                 lifecycle.put_link(tx.conn, *link)
 
-    def _reused_dims(self, lines: Lines, reembed: bool) -> int | None:
-        """Read the header; the length of the file's vectors when they are to be reused."""
+    def _adopt_session_context(self, on: bool) -> None:
+        """Take the file's session context setting when the store indexes nothing yet.
+
+        A restore into a new or empty store then behaves like the store it
+        came from; a store that holds memories keeps its own setting (changing
+        it would re-index memories the file does not hold).
+        """
+        with self._commit.write() as tx:  # the postings change, no memory: nothing to record
+            if self._lexical.statistics(tx.conn)[0] == 0 and sessions.enabled(tx.conn) != on:
+                self._lexical.rebuild(tx.conn, records.next_write_seq(tx.conn), session_context=on)
+
+    def _read_header(self, lines: Lines, reembed: bool) -> tuple[int | None, bool | None]:
+        """Read the header: the reused vectors' length, and the session context it names.
+
+        Returns:
+            The length of the file's vectors when they are to be reused (else
+            ``None``), and the file's session context setting (``None``: an
+            export without one).
+        """
         first = next(lines, None)
         if first is None:
             raise InvalidInputError("source", "empty: not an embedmind-jsonl export")
@@ -315,14 +338,17 @@ class TransferMethods:
                 isinstance(recorded, dict) and all(isinstance(v, str) for v in recorded.values())
             ):
                 raise InvalidInputError("embedder", "expected null or an object of strings")
+            context = header.get("session_context")
+            if context is not None and not isinstance(context, bool):
+                raise InvalidInputError("session_context", "expected true, false or null")
         if self._embedder is None or not recorded:
-            return None
+            return None, context
         mine = identity(self._embedder)
         if recorded == mine:
-            return self._embedder.dims
+            return self._embedder.dims, context
         if not reembed:
             raise EmbedderMismatchError(self._db.path, recorded, mine, source="")
-        return None
+        return None, context
 
     def _write_batch(self, batch: list[_Record], reuse_vectors: bool) -> list[Relation]:
         """Write one batch in one transaction; return the relations whose targets are not in."""

@@ -1,19 +1,21 @@
 """Session context in the lexical channel: incremental postings equal a rebuild from scratch.
 
 The postings are read straight from the lexical tables (the store has no
-introspection method for them yet); the switch is turned through
-``LexicalIndex.rebuild`` for the same reason.
+introspection method for them yet). The switch is ``Store.open(...,
+session_context=)``; an in-memory store, which cannot be reopened, turns it
+through ``LexicalIndex.rebuild``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embedmind
@@ -51,12 +53,12 @@ def snapshot(conn: apsw.Connection) -> dict[str, Any]:
     return {"postings": postings, "dfs": dfs, "docs": docs, "stats": tuple(stats)}
 
 
-def rebuilt(store: embedmind.Store) -> tuple[dict[str, Any], dict[str, Any]]:
+def rebuilt(store: embedmind.Store, on: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
     """The index as maintained, and as a rebuild from the records makes it (rolled back)."""
     with store._db.write() as conn:
         kept = snapshot(conn)
         conn.execute("SAVEPOINT oracle")
-        store._lexical.rebuild(conn, records.next_write_seq(conn), session_context=True)
+        store._lexical.rebuild(conn, records.next_write_seq(conn), session_context=on)
         fresh = snapshot(conn)
         conn.execute("ROLLBACK TO oracle")
         conn.execute("RELEASE oracle")
@@ -77,6 +79,7 @@ op = st.one_of(
     st.tuples(st.just("supersede"), ident, text),
     st.tuples(st.just("redact"), ident, text),
     st.tuples(st.just("vacuum")),
+    st.tuples(st.just("move"), ident, st.sampled_from(["a", "b"])),
 )  # fmt: skip
 
 
@@ -97,6 +100,10 @@ def apply(store: embedmind.Store, step: tuple[Any, ...], made: dict[str, str]) -
         made.pop(step[1], None)
     elif kind == "vacuum":
         store.vacuum()
+    elif kind == "move":
+        if step[1] in made:
+            store.move([step[1]], made[step[1]], step[2])
+            made[step[1]] = step[2]
     else:
         target = store.get(step[1])
         if target is None or (kind == "supersede" and target.superseded_by is not None):
@@ -113,8 +120,7 @@ def apply(store: embedmind.Store, step: tuple[Any, ...], made: dict[str, str]) -
 
 @given(st.lists(op, min_size=4, max_size=25))
 def test_incremental_context_equals_a_rebuild(steps: list[tuple[Any, ...]]) -> None:
-    with embedmind.Store.open(":memory:", embedder=None) as store:
-        switch(store, True)
+    with embedmind.Store.open(":memory:", embedder=None) as store:  # new: context on
         made: dict[str, str] = {}
         for step in steps:
             apply(store, step, made)
@@ -122,26 +128,65 @@ def test_incremental_context_equals_a_rebuild(steps: list[tuple[Any, ...]]) -> N
             assert kept == fresh, step
 
 
-def test_a_turn_is_found_through_the_question_before_it() -> None:
-    with embedmind.Store.open(":memory:", embedder=None) as store:
-        turns = ["where do you live now?", "in lisbon, since may", "the weather is nice"]
+def test_a_new_store_finds_a_turn_through_the_question_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "dialog.mind"
+    turns = ["where do you live now?", "in lisbon, since may", "the weather is nice"]
+    with embedmind.Store.open(path, embedder=None) as store:
+        assert store.stats().session_context
         store.remember_many(
             [
                 embedmind.Draft(t, session_id="s", created_at=T0 + dt.timedelta(minutes=i))
                 for i, t in enumerate(turns)
             ]
         )
-        assert store.recall("where live", mode="text").ids[1:] == []
-        switch(store, True)
         found = store.recall("where live", mode="text")
         assert [h.content for h in found][:2] == turns[:2]
         assert found[1].memory.content == turns[1]  # content stays its own
-        switch(store, False)
+    with embedmind.Store.open(path, embedder=None, session_context=False) as store:
+        assert not store.stats().session_context
+        assert store.recall("where live", mode="text").ids[1:] == []
+    with embedmind.Store.open(path, embedder=None) as store:  # None keeps the setting
+        assert not store.stats().session_context
         assert len(store.recall("where live", mode="text")) == 1
 
 
+@given(st.lists(op, min_size=1, max_size=12))
+@settings(max_examples=25, deadline=None)
+def test_turning_it_off_and_on_equals_a_rebuild(steps: list[tuple[Any, ...]]) -> None:
+    with tempfile.TemporaryDirectory() as folder:  # hypothesis reuses tmp_path: one per example
+        path = Path(folder) / "s.mind"
+        with embedmind.Store.open(path, embedder=None) as store:
+            made: dict[str, str] = {}
+            for step in steps:
+                apply(store, step, made)
+        with embedmind.Store.open(path, embedder=None, session_context=False) as store:
+            kept, fresh = rebuilt(store, on=False)
+            assert kept == fresh
+        with embedmind.Store.open(path, embedder=None, session_context=True) as store:
+            kept, fresh = rebuilt(store, on=True)
+            assert kept == fresh
+
+
+def test_an_old_store_keeps_context_off_until_asked(tmp_path: Path) -> None:
+    path = tmp_path / "old.mind"
+    # What a store created before this release holds: no switch row.
+    with embedmind.Store.open(path, embedder=None) as store, store._db.write() as conn:
+        conn.execute("DELETE FROM meta WHERE key = 'lexical.session_context'")
+    with embedmind.Store.open(path, embedder=None) as store:
+        assert not store.stats().session_context
+    with embedmind.Store.open(path, embedder=None, session_context=True) as store:
+        assert store.stats().session_context
+
+
+@pytest.mark.parametrize("value", [1, "on", 0.0])
+def test_the_switch_takes_only_a_bool_or_none(tmp_path: Path, value: object) -> None:
+    with pytest.raises(embedmind.InvalidInputError, match="session_context"):
+        embedmind.Store.open(tmp_path / "x.mind", embedder=None, session_context=value)  # type: ignore[arg-type]
+    assert not (tmp_path / "x.mind").exists()  # refused before the file is created
+
+
 def test_sessionless_memories_are_unchanged_by_the_switch() -> None:
-    with embedmind.Store.open(":memory:", embedder=None) as store:
+    with embedmind.Store.open(":memory:", embedder=None, session_context=False) as store:
         store.remember_many(["cello recital", "dog at the vet", "cello and dog"])
         with store._db.read() as conn:
             before = snapshot(conn)
@@ -172,19 +217,19 @@ def test_redacted_words_leave_the_neighbours_postings(tmp_path: Path) -> None:
     assert not any(leaks.values()), leaks
 
 
-@pytest.mark.xfail(
-    strict=True, reason="Store.move changes the namespace without re-indexing (see the report)"
-)
 def test_moving_a_turn_out_of_its_dialog_keeps_context_exact() -> None:
     with embedmind.Store.open(":memory:", embedder=None) as store:
-        switch(store, True)
         store.remember_many(
             [
-                embedmind.Draft(t, id=t, namespace="a", session_id="s", created_at=T0)
-                for t in ("cello", "dog", "vet")
+                embedmind.Draft(t, id=t, namespace=ns, session_id="s", created_at=T0)
+                for ns, t in (("a", "cello"), ("a", "dog"), ("a", "vet"), ("b", "bees"))
             ]
         )
         store.move(["dog"], "a", "b")
+        kept, fresh = rebuilt(store)
+        assert kept == fresh
+        assert store.recall("bees", mode="text").ids == ["bees", "dog"]  # its new neighbour
+        store.rename_namespace("b", "a")
         kept, fresh = rebuilt(store)
         assert kept == fresh
 
@@ -203,7 +248,7 @@ def test_an_upsert_that_changes_only_the_session_moves_the_context() -> None:
 def test_explain_helper_names_the_terms_found_through_context() -> None:
     from embedmind.lexical.context import context_terms
 
-    with embedmind.Store.open(":memory:", embedder=None) as store:
+    with embedmind.Store.open(":memory:", embedder=None, session_context=False) as store:
         turns = ["where do you live now?", "in lisbon, since may"]
         written = store.remember_many(
             [
@@ -251,7 +296,7 @@ def test_explain_names_the_query_terms_a_hit_matched_through_its_neighbours() ->
 
 
 def test_detach_and_attach_keep_context_exact_across_a_namespace_move() -> None:
-    # What Store.move must do (it does not yet: see the xfail above).
+    # What Store.move does (tested through it above), step by step.
     with embedmind.Store.open(":memory:", embedder=None) as store:
         switch(store, True)
         store.remember_many(
