@@ -143,6 +143,8 @@ class Store(
             SchemaVersionError: When the file was written by a newer embedmind.
             EmbedderMismatchError: When the store's vectors come from another model.
             StorageError: When the file cannot be opened.
+            StoreBusyError: When ``session_context`` changes the setting and the
+                writer lock is not obtained within ``busy_timeout``.
         """
         if session_context is not None and not isinstance(session_context, bool):
             raise InvalidInputError("session_context", "expected True, False or None")

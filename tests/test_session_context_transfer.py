@@ -1,4 +1,4 @@
-"""Export and import carry the session context switch in the header line."""
+"""The session context switch of a store file: export and import carry it, a busy store refuses a change."""
 
 from __future__ import annotations
 
@@ -78,3 +78,17 @@ def test_a_header_with_another_value_is_refused_and_writes_nothing() -> None:
             store.import_jsonl(io.StringIO(bad))
         assert store.stats().live == 0
         assert not store.stats().session_context
+
+
+def test_a_switch_while_another_writer_holds_the_lock_is_busy(tmp_path: Path) -> None:
+    import fcntl
+
+    path = tmp_path / "busy.mind"
+    with embedmind.Store.open(path, embedder=None) as store:
+        _dialog(store)
+    with open(f"{path}-write.lock", "a") as other_writer:  # another process mid-write
+        fcntl.flock(other_writer, fcntl.LOCK_EX)
+        with pytest.raises(embedmind.StoreBusyError):
+            embedmind.Store.open(path, embedder=None, busy_timeout=0.2, session_context=False)
+        with embedmind.Store.open(path, embedder=None, busy_timeout=0.2) as store:
+            assert store.stats().session_context  # None takes no lock: the setting stands
