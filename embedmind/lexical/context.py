@@ -6,8 +6,8 @@ switch is on, a memory with a ``session_id`` is indexed as
 ``WEIGHT_OWN × its terms + WEIGHT_NEIGHBOUR × (previous turn's + next turn's)``
 — the issue's "previous + 2 × own + next", which measured best on the LoCoMo
 development split (``docs/benchmarks.md``). Its content, vectors and snippets
-stay its own; only the postings change. Memories without a session are
-indexed as before.
+stay its own; only the postings change. Memories without a session, and a
+memory alone in its session, are indexed as before.
 
 The neighbours are the indexed memories of the same ``(namespace,
 session_id)`` just before and after it, by ``created_at`` then key. Each
@@ -48,10 +48,15 @@ StoredLinks = Callable[[int], Links]
 
 
 def combined(own: dict[int, Counter[str]], key: int, links: Links) -> Counter[str]:
-    """``WEIGHT_OWN × own(key) + WEIGHT_NEIGHBOUR × own(each neighbour)``."""
+    """``WEIGHT_OWN × own(key) + WEIGHT_NEIGHBOUR × own(each neighbour)``.
+
+    A memory alone in its session has no context: its own terms count once, so
+    it scores exactly as a memory without a session would (plain BM25).
+    """
     counts: Counter[str] = Counter()
+    weight = WEIGHT_OWN if any(other is not None for other in links) else 1
     for term, tf in own[key].items():
-        counts[term] += WEIGHT_OWN * tf
+        counts[term] += weight * tf
     for other in links:
         if other is not None:
             for term, tf in own[other].items():
