@@ -30,7 +30,7 @@ import numpy as np
 
 from embedmind.benchmarks import locomo_anchors as anchors
 from embedmind.benchmarks import metrics
-from embedmind.benchmarks.locomo_context import set_session_context, text_only_ingest
+from embedmind.benchmarks.locomo_context import text_only_ingest
 from embedmind.benchmarks.locomo_data import (
     CATEGORIES,
     KS,
@@ -244,11 +244,18 @@ def run(
     outcome = Outcome(packages=("bm25s", "PyStemmer"))
     with (
         tempfile.TemporaryDirectory(prefix="embedmind-bench-", dir=options.workdir) as tmp,
-        Store.open(Path(tmp) / "locomo.mind", embedder=embedder, synchronous="NORMAL") as store,
-        Store.open(Path(tmp) / "context.mind", embedder=embedder, synchronous="NORMAL") as ctx,
-    ):
+        # The baseline is today's lexical channel (no context); ``ctx`` is a new
+        # store's default (context on).
+        Store.open(
+            Path(tmp) / "locomo.mind", embedder=embedder, synchronous="NORMAL",
+            session_context=False,
+        ) as store,
+        Store.open(
+            Path(tmp) / "context.mind", embedder=embedder, synchronous="NORMAL",
+            session_context=True,
+        ) as ctx,
+    ):  # fmt: skip
         vectors, ingest = _ingest(store, data, embedder)
-        set_session_context(ctx, True)
         ingest["with_context"] = _ingest(ctx, data, embedder, vectors)[1]
         searchers = _searchers(
             store, data, questions, vectors, embedder, options, outcome.skipped, ctx

@@ -16,20 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from embedmind.benchmarks.locomo_data import Dataset
-from embedmind.storage import records
 from embedmind.store import Store
 
 ROUNDS = 3
 
 
 def set_session_context(store: Store, on: bool) -> None:
-    """Turn a store's session context on or off (re-indexes its postings).
+    """Turn an open store's session context on or off (re-indexes its postings).
 
-    There is no public switch yet, so this reaches into the store's lexical
-    index; it runs in one write transaction like any other write.
+    ``Store.open(path, session_context=...)`` is the public switch; the
+    benchmarks flip it on a store they already filled, through the same write.
     """
-    with store._db.write() as conn:
-        store._lexical.rebuild(conn, records.next_write_seq(conn), session_context=on)
+    store._set_session_context(on)
 
 
 def text_only_ingest(data: Dataset, root: Path) -> dict[str, Any]:
@@ -39,8 +37,7 @@ def text_only_ingest(data: Dataset, root: Path) -> dict[str, Any]:
     for round_ in range(ROUNDS):
         for on in (False, True):
             path = root / f"text-only-{round_}-{on}.mind"
-            with Store.open(path, embedder=None, synchronous="NORMAL") as store:
-                set_session_context(store, on)
+            with Store.open(path, embedder=None, synchronous="NORMAL", session_context=on) as store:
                 started = time.perf_counter()
                 store.remember_many(drafts, batch_size=512)
                 best[on] = min(best[on], time.perf_counter() - started)
