@@ -7,6 +7,7 @@ process, as a user runs it; parser-level oracles cover every command.
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
 import json
 import os
@@ -253,3 +254,20 @@ def test_doctor_verify_names_a_damaged_memory_and_json_is_one_document(store: Pa
     assert damaged.returncode == EXIT_STORAGE and "key" in damaged.stdout, damaged.stdout
     missing = cli("doctor", "--verify", "--store", "nope.mind", cwd=store.parent)
     assert missing.returncode == EXIT_NOT_FOUND and not (store.parent / "nope.mind").exists()
+
+
+def test_recall_temporal_moves_the_dated_memory_up(tmp_path: Path) -> None:
+    path = tmp_path / "dated.mind"
+    with embedmind.Store.open(path, embedder=None) as s:
+        for i, month in enumerate((1, 3, 7, 11)):
+            s.remember(
+                f"we went hiking together trip {i}",
+                id=f"t{month}",
+                created_at=dt.datetime(2023, month, 15, tzinfo=dt.timezone.utc),
+            )
+    query = ["--store", str(path), "--json", "recall", "where did we hike in July 2023?", "-k", "1"]
+    plain = cli(*query, cwd=tmp_path)
+    dated = cli(*query, "--temporal", cwd=tmp_path)
+    assert plain.returncode == dated.returncode == EXIT_OK, (plain.stderr, dated.stderr)
+    assert [h["memory"]["id"] for h in json.loads(dated.stdout)["hits"]] == ["t7"]
+    assert json.loads(plain.stdout)["hits"][0]["memory"]["id"] != "t7"

@@ -125,6 +125,7 @@ def _recall(store: Store, args: argparse.Namespace, out: Output) -> int:
         namespace=args.namespace or None,
         where=_json_arg(args.where, "--where"),
         mode=args.mode,
+        temporal=args.temporal,
         explain=args.explain,
     )
     if args.json:
@@ -301,6 +302,11 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--where", help='a JSON filter, e.g. \'{"topic": "drinks"}\'')
     recall.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "text"])
     recall.add_argument("--explain", action="store_true")
+    recall.add_argument(
+        "--temporal",
+        action="store_true",
+        help="move memories written near a date the query names up (e.g. 'in May 2023')",
+    )
     recall.set_defaults(run=_recall, existing=True)
 
     for name, run, help_text in (
