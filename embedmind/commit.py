@@ -65,8 +65,7 @@ from embedmind.events import (
 )
 from embedmind.fragment_writer import FragmentIndex, fragment_on_write
 from embedmind.lexical.index import LexicalIndex
-from embedmind.model import Memory, Tier
-from embedmind.namespaces import in_scope
+from embedmind.model import Memory
 from embedmind.plugins import notify_committed
 from embedmind.policies import EvictionPolicy, FragmentPolicy
 from embedmind.storage import lifecycle
@@ -209,9 +208,7 @@ class CommitPath:
         entered = {(m.namespace, m.tier.value) for c in done for m in c.written}
         entered |= {(m.namespace, m.tier) for c in done for m in c.placed}
         groups = {
-            (ns, tier if policy.tiers else None)
-            for ns, tier in entered
-            if _in_policy(policy, ns, tier)
+            (ns, tier if policy.tiers else None) for ns, tier in entered if policy.covers(ns, tier)
         }
         keys = [
             k
@@ -263,13 +260,6 @@ def _count(metrics: Any, c: Committed) -> None:
         emit(metrics, "delete")
     for change in c.expired:
         emit(metrics, "sweep_expired", change.tier)
-
-
-def _in_policy(policy: EvictionPolicy, namespace: str, tier: str) -> bool:
-    """``policy.applies`` for a namespace and tier (a placed memory is not loaded whole)."""
-    if not in_scope(namespace, policy.namespaces):
-        return False
-    return not policy.tiers or tier in {Tier(t).value for t in policy.tiers}
 
 
 def emit(metrics: Any, event: str, *args: Any) -> None:

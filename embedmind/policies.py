@@ -60,7 +60,11 @@ class FragmentPolicy:
 
     def applies(self, memory: Memory) -> bool:
         """Whether ``memory`` is in this policy's scope."""
-        return _applies(memory, self.namespaces, self.tiers)
+        return self.covers(memory.namespace, memory.tier.value)
+
+    def covers(self, namespace: str, tier: str) -> bool:
+        """Whether a memory in ``namespace`` and ``tier`` is in this policy's scope."""
+        return _applies(namespace, tier, self.namespaces, self.tiers)
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,11 @@ class EvictionPolicy:
 
     def applies(self, memory: Memory) -> bool:
         """Whether ``memory`` is in this policy's scope."""
-        return _applies(memory, self.namespaces, self.tiers)
+        return self.covers(memory.namespace, memory.tier.value)
+
+    def covers(self, namespace: str, tier: str) -> bool:
+        """Whether a memory in ``namespace`` and ``tier`` is in this policy's scope."""
+        return _applies(namespace, tier, self.namespaces, self.tiers)
 
 
 def _normalize_scope(policy: FragmentPolicy | EvictionPolicy) -> None:
@@ -105,8 +113,8 @@ def _normalize_scope(policy: FragmentPolicy | EvictionPolicy) -> None:
 
 
 def _applies(
-    memory: Memory, namespaces: str | Sequence[str] | None, tiers: Sequence[Tier | str]
+    namespace: str, tier: str, namespaces: str | Sequence[str] | None, tiers: Sequence[Tier | str]
 ) -> bool:
-    if not in_scope(memory.namespace, namespaces):
+    if not in_scope(namespace, namespaces):
         return False
-    return not tiers or memory.tier.value in {Tier(t).value for t in tiers}
+    return not tiers or tier in {Tier(t).value for t in tiers}
