@@ -35,7 +35,8 @@ from embedmind.model import NamespaceScope, Where
 from embedmind.storage import fragments as rows
 from embedmind.storage import records
 from embedmind.storage import vectors as vector_rows
-from embedmind.storage.selection import Selection
+from embedmind.backend.sqlite.selection_sql import compile_selection
+from embedmind.query.selection import Selection
 from embedmind.storage.vectors import FRAGMENTS
 from embedmind.timestamps import resolve_now
 from embedmind.vectors.hnsw import VectorIndex
@@ -144,7 +145,7 @@ class Fragments:
                 max_per_record, "max_per_record", low=1, message="expected a positive int or None"
             )
         vector = self._query_vector(query, index.dims)
-        condition = Selection(resolve_now(now), namespace, where).compile()
+        condition = compile_selection(Selection.of(resolve_now(now), namespace, where))
         with self._store._db.read() as conn:
             found = nearest_capped(
                 conn, index, vector, condition, k, max_per_record, FRAGMENTS, rescore=True

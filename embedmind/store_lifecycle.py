@@ -19,7 +19,7 @@ from embedmind.errors import InvalidInputError, NotFoundError
 from embedmind.ids import validate_id
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Memory, NamespaceActivity, NamespaceLink, Tier
-from embedmind.namespaces import SUBTREE_SUFFIX, normalize_namespace, scope_items
+from embedmind.query.scope import SUBTREE_SUFFIX, normalize_namespace, scope_items
 from embedmind.storage import lifecycle, records, sessions
 from embedmind.storage.database import Database
 from embedmind.timestamps import (

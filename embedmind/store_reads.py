@@ -38,7 +38,8 @@ from embedmind.plugins import rerank as plugin_rerank
 from embedmind.storage import graph, records, sessions
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.database import Database
-from embedmind.storage.selection import Selection
+from embedmind.backend.sqlite.selection_sql import compile_selection
+from embedmind.query.selection import Selection
 from embedmind.timestamps import from_micros, optional_to_micros, resolve_now, to_micros
 from embedmind.vectors.hnsw import VectorIndex
 from embedmind.vectors.missing import MissingVectors
@@ -131,11 +132,12 @@ class ReadMethods:
             FilterTypeError: When ``where`` compares a key with a value of the
                 wrong type in a memory in scope.
         """
-        selection = Selection(
-            resolve_now(now), namespace, where, agent, session_id, tags, tiers, levels,
-            include_expired, include_forgotten, include_superseded,
+        selection = Selection.of(
+            resolve_now(now), namespace, where, agent=agent, session_id=session_id, tags=tags,
+            tiers=tiers, levels=levels, include_expired=include_expired,
+            include_forgotten=include_forgotten, include_superseded=include_superseded,
         )  # fmt: skip
-        condition, params = selection.compile()
+        condition, params = compile_selection(selection)
         after: tuple[int, int] | None = None
         while True:
             with self._db.read() as conn:
@@ -240,13 +242,14 @@ class ReadMethods:
         except ValueError:
             raise InvalidInputError("mode", "expected 'hybrid', 'vector' or 'text'") from None
         at = resolve_now(now)
-        selection = Selection(
-            at, namespace, where, agent, session_id, tags, tiers, levels,
-            include_expired, False, False, optional_to_micros(as_of, "as_of"),
-            self._grants(namespace) if follow_links and namespace is not None else (),
+        selection = Selection.of(
+            at, namespace, where, agent=agent, session_id=session_id, tags=tags, tiers=tiers,
+            levels=levels, include_expired=include_expired,
+            as_of=optional_to_micros(as_of, "as_of"),
+            grants=self._grants(namespace) if follow_links and namespace is not None else (),
         )  # fmt: skip
         request = recall.Request(
-            query, k, wanted, selection.compile(), bool(recency),
+            query, k, wanted, compile_selection(selection), bool(recency),
             _optional_number(rerank_alpha, "rerank_alpha"), _optional_ef(ef_search),
             bool(expand_related),
             windows=tuple(query_dates.windows(query, now=from_micros(at))) if temporal else (),

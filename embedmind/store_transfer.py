@@ -50,7 +50,7 @@ from embedmind.errors import ConflictError, EmbedderMismatchError, InvalidInputE
 from embedmind.ids import validate_id
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Draft, Tier
-from embedmind.namespaces import normalize_namespace
+from embedmind.query.scope import normalize_namespace
 from embedmind.storage import graph, lifecycle, records, sessions
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.database import Database

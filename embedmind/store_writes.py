@@ -35,7 +35,8 @@ from embedmind.model import (
 from embedmind.storage import records
 from embedmind.storage import vectors as vector_rows
 from embedmind.storage.database import Database
-from embedmind.storage.selection import Selection
+from embedmind.backend.sqlite.selection_sql import compile_selection
+from embedmind.query.selection import Selection
 from embedmind.timestamps import resolve_now
 from embedmind.vectors import search
 from embedmind.vectors.embedding import Embedded, embed_contents
@@ -158,8 +159,8 @@ class WriteMethods:
 
     def _exact_twin(self, draft: Draft, now: _dt.datetime | None) -> Memory | None:
         prepared = drafts.prepare(draft, resolve_now(now))
-        condition = Selection(prepared.created_at, prepared.namespace, tiers=[prepared.tier])
-        sql, params = condition.compile()
+        condition = Selection.of(prepared.created_at, prepared.namespace, tiers=[prepared.tier])
+        sql, params = compile_selection(condition)
         with self._db.read() as conn:
             return records.by_fingerprint(conn, prepared.fingerprint, sql, params)
 
@@ -208,7 +209,7 @@ class WriteMethods:
         self, namespace: str, vectors: Embedded, now: int
     ) -> tuple[SimilarMemory, ...]:
         assert self._vectors is not None  # checked by the caller
-        condition = Selection(now, namespace).compile()
+        condition = compile_selection(Selection.of(now, namespace))
         best: dict[int, float] = {}
         with self._db.read() as conn:
             for row in vectors.vectors:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from oracles import where_listing
 
 import embedmind
-from embedmind import filters
+from embedmind.query import where as filters
 from embedmind.cli.main import EXIT_INVALID
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.policies import EvictionPolicy, FragmentPolicy

@@ -18,7 +18,12 @@ from typing import Any, Literal
 import apsw
 
 from embedmind.errors import StorageError, StoreClosedError
-from embedmind.filters import LOWER_FUNCTION, TYPE_ERROR_FUNCTION, lower, raise_type_error
+from embedmind.backend.sqlite.where_sql import (
+    LOWER_FUNCTION,
+    TYPE_ERROR_FUNCTION,
+    lower,
+    raise_type_error,
+)
 
 Synchronous = Literal["FULL", "NORMAL"]
 MEMORY_PATH = ":memory:"

@@ -3,9 +3,9 @@
 A namespace names a memory's home (``"user/alice/project-x"``). A read covers a
 *scope*: one namespace exactly (``"a/b"``), a subtree (``"a/b/*"`` — ``a/b`` and
 everything below it, never ``a/bc``), a list of those, or everything (``None``).
-Scopes compile to parameterised SQL over the ``namespace`` column; the subtree
-test is a range scan (``'a/b/' <= ns < 'a/b0'``, ``'0'`` being the code point
-after ``'/'``), so it uses the namespace index.
+A :class:`Scope` is that choice parsed and validated once; each backend
+compiles it (the SQLite one, :mod:`embedmind.backend.sqlite.scope_sql`, as a
+range scan of the namespace index) and :func:`in_scope` is its Python twin.
 """
 
 from __future__ import annotations
@@ -13,12 +13,42 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 
 from embedmind.errors import InvalidInputError
 
 MAX_NAMESPACE_CHARS = 256
 SUBTREE_SUFFIX = "/*"
 _FORBIDDEN_SEGMENTS = {".", ".."}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A validated namespace scope: exact namespaces and subtree roots, in the caller's order.
+
+    Attributes:
+        items: The NFC items, a subtree kept as ``"root/*"`` (never empty).
+    """
+
+    items: tuple[str, ...]
+
+    @classmethod
+    def of(cls, scope: object, field: str = "namespace") -> Scope | None:
+        """Parse a caller's scope (``None``: every namespace).
+
+        Raises:
+            InvalidInputError: When the scope is malformed (see :func:`normalize_scope`).
+        """
+        items = normalize_scope(scope, field)
+        return None if items is None else cls(items)
+
+    def exact(self) -> tuple[str, ...]:
+        """The namespaces named exactly."""
+        return tuple(i for i in self.items if not i.endswith(SUBTREE_SUFFIX))
+
+    def subtrees(self) -> tuple[str, ...]:
+        """The roots of the subtrees named (``"a/b"`` for ``"a/b/*"``)."""
+        return tuple(i[: -len(SUBTREE_SUFFIX)] for i in self.items if i.endswith(SUBTREE_SUFFIX))
 
 
 def normalize_namespace(value: object, field: str = "namespace") -> str:
@@ -100,37 +130,8 @@ def normalize_scope(scope: object, field: str = "namespace") -> tuple[str, ...] 
     return tuple(normal)
 
 
-def compile_scope(scope: str | Sequence[str] | None, column: str) -> tuple[str, list[str]]:
-    """Compile a namespace scope into a SQL condition over ``column``.
-
-    Args:
-        scope: ``"a/b"``, ``"a/b/*"``, a sequence of those, or ``None`` for all.
-        column: The (trusted, engine-chosen) column expression to test.
-
-    Returns:
-        The condition and its parameters; ``("1", [])`` for ``None``.
-
-    Raises:
-        InvalidInputError: When a namespace in the scope is invalid.
-    """
-    items = normalize_scope(scope)
-    if items is None:
-        return "1", []
-    clauses: list[str] = []
-    params: list[str] = []
-    for item in items:
-        if item.endswith(SUBTREE_SUFFIX):
-            root = item[: -len(SUBTREE_SUFFIX)]
-            clauses.append(f"({column} = ? OR ({column} >= ? AND {column} < ?))")
-            params += [root, root + "/", root + "0"]
-        else:
-            clauses.append(f"{column} = ?")
-            params.append(item)
-    return "(" + " OR ".join(clauses) + ")", params
-
-
 def in_scope(namespace: str, scope: str | Sequence[str] | None) -> bool:
-    """Tell whether ``namespace`` lies in ``scope`` (the Python twin of :func:`compile_scope`).
+    """Tell whether ``namespace`` lies in ``scope`` (the Python twin of a backend's scope test).
 
     Both are compared as given: pass them through :func:`normalize_namespace`
     and :func:`normalize_scope` first (an NFD spelling matches no stored

@@ -1,0 +1,1 @@
+"""Storage backends: the protocol every backend implements, and the built-in SQLite one."""
