@@ -14,7 +14,7 @@ channel (no embedder, no vectors) degrades to the other and says so.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,10 +22,11 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from embedmind import latest_value
 from embedmind.checks import an_int, finite_number
 from embedmind.errors import InvalidInputError
 from embedmind.fusion import fusion_depths, prefix_stable, rrf, tied_ranks
-from embedmind.lexical.channel import text_channel
+from embedmind.lexical.channel import text_channel, widened_channel
 from embedmind.lexical.index import LexicalIndex
 from embedmind.model import ChannelScore, Hit, Memory, Mode, Recall
 from embedmind.query_dates import Window
@@ -34,7 +35,7 @@ from embedmind.storage import graph, records
 from embedmind.vectors import search
 from embedmind.vectors.hnsw import VectorIndex
 
-TEXT, VECTOR, RECENCY, DATES = "text", "vector", "recency", "dates"
+TEXT, VECTOR, RECENCY, DATES, LATEST = "text", "vector", "recency", "dates", "latest"
 FUSION_DEPTH = 20
 """Candidates each channel contributes to fusion (and the rerank pool), whatever ``k``.
 
@@ -67,6 +68,10 @@ class Request:
     rrf_k: int = FUSION_RRF_K
     windows: tuple[Window, ...] = ()
     """Time windows of dates the query names (:func:`embedmind.query_dates.windows`)."""
+    widen: bool = False
+    """Add the key-term sub-queries' candidates to the lexical list (:mod:`.lexical.widening`)."""
+    latest: bool = False
+    """Put the result's cluster newest first when the query asks for a current value."""
 
     def __post_init__(self) -> None:
         """Refuse an RRF constant or a ``rerank_alpha`` that cannot rank anything.
@@ -129,11 +134,25 @@ def execute(
         degraded.append("vector channel unavailable: the store has no embedder; used text only")
     depths = fusion_depths(k, FUSION_DEPTH if request.rerank_alpha is None else RERANK_DEPTH)
     depth = depths[-1]
+    # The latest-value cluster is drawn from the first SPAN hits whatever k, so
+    # rank at least that many and cut to k after reordering.
+    wanted = max(k, latest_value.SPAN) if request.latest else k
     ranked: list[Ranked] = []
+    lexical_at: Callable[[int], list[tuple[int, float]]] | None = None
+    via: dict[int, str] = {}
     if mode is not Mode.VECTOR or not can_vector:
-        ranked.append(
-            Ranked(TEXT, text_channel(conn, lexical, request.query, request.condition, depth))
-        )
+        # Widening only changes what fusion or the rerank pool sees: a text-only
+        # ranking is exact BM25 and every widened candidate scores below its pool.
+        widening = request.widen and (mode is Mode.HYBRID or request.rerank_alpha is not None)
+        if widening:
+            found, widened = widened_channel(
+                conn, lexical, request.query, request.condition, depth, depths[0]
+            )
+            lexical_at, via = _widened_lists(found, widened.items), widened.via
+            ranked.append(Ranked(TEXT, lexical_at(depth)))
+        else:
+            found = text_channel(conn, lexical, request.query, request.condition, depth)
+            ranked.append(Ranked(TEXT, found))
         timer.lap(TEXT)
     if can_vector and (mode is not Mode.TEXT) and request.rerank_alpha is None:
         assert vectors is not None  # can_vector
@@ -154,15 +173,20 @@ def execute(
             conn, vectors.dims, query_vector, [key for key, _ in lexical_list]
         )
         alpha = request.rerank_alpha
-        fused = prefix_stable(lambda d: rerank(lexical_list[:d], cosines, alpha, d), depths, k)
+        pool = lexical_at or (lambda d: lexical_list[:d])
+        fused = prefix_stable(lambda d: rerank(pool(d), cosines, alpha, d), depths, wanted)
         ranked.append(Ranked(VECTOR, sorted(cosines.items(), key=lambda item: -item[1])))
     else:
-        fused = fuse(conn, ranked, mode, depths, request)
+        fused = fuse(conn, ranked, mode, depths, request, wanted, lexical_at)
     timer.lap("fuse")
+    if request.latest and latest_value.asks_current(request.query):
+        fused = _latest_first(conn, fused, ranked)
+        timer.lap(LATEST)
+    fused = fused[:k]
     if request.expand_related:
         fused += _one_hop(conn, [key for key, _ in fused], request.condition)
         timer.lap("expand")
-    result = build(conn, fused, ranked, mode, tuple(degraded))
+    result = build(conn, fused, ranked, mode, tuple(degraded), via)
     timer.lap("load")
     return result
 
@@ -184,25 +208,63 @@ def _one_hop(
     return [(key, 0.0) for key in candidates if key in admitted]
 
 
+def _widened_lists(
+    found: list[tuple[int, float]], widened: list[tuple[int, float]]
+) -> Callable[[int], list[tuple[int, float]]]:
+    """The lexical list at each depth: the primary's first ``depth`` and the widened, by score.
+
+    The widened candidates were found against the primary's first
+    :data:`FUSION_DEPTH` (whatever ``k``), so the list at a depth does not
+    depend on ``k``; a stable sort keeps the primary's order among its ties,
+    and a widened candidate after a primary one of equal score.
+    """
+
+    def at(depth: int) -> list[tuple[int, float]]:
+        head = found[:depth]
+        taken = {key for key, _ in head}
+        extra = [item for item in widened if item[0] not in taken]
+        return sorted([*head, *extra], key=lambda item: -item[1])
+
+    return at
+
+
+def _latest_first(
+    conn: apsw.Connection, fused: list[tuple[int, float]], ranked: list[Ranked]
+) -> list[tuple[int, float]]:
+    # Post-retrieval: the cluster of the ranking, newest first (latest_value).
+    head = fused[: latest_value.SPAN]
+    memories = records.select_by_keys(conn, [key for key, _ in head])
+    created = {key: memory.created_at.timestamp() for key, memory in memories.items()}
+    reordered, members = latest_value.newest_first(head, created)
+    if members:
+        ranked.append(Ranked(LATEST, [(key, created[key]) for key in members]))
+    return reordered + fused[latest_value.SPAN :]
+
+
 def fuse(
     conn: apsw.Connection,
     ranked: list[Ranked],
     mode: Mode,
     depths: Sequence[int],
     request: Request,
+    wanted: int,
+    lexical_at: Callable[[int], list[tuple[int, float]]] | None = None,
 ) -> list[tuple[int, float]]:
-    """Combine channel results into ``(key, score)`` best first, at most ``request.k``.
+    """Combine channel results into ``(key, score)`` best first, at most ``wanted``.
 
     A single channel (asked for by mode) keeps its raw score; otherwise the
     score is the RRF score (constant ``request.rrf_k``) over each list's first
     ``depth`` items, the depths tiered by :func:`prefix_stable` so that the
     result never depends on ``k`` beyond being cut at it. ``recency`` adds the
     candidates newest first as one more list (also to ``ranked``, for explain).
+    ``lexical_at`` gives the text list at a depth when widening extends it.
     """
     lists = [r.items for r in ranked]
 
     def at(depth: int) -> list[tuple[int, float]]:
         cut = [items[:depth] for items in lists]
+        if lexical_at is not None:
+            cut[0] = lexical_at(depth)
         extra = [_by_recency(conn, cut)] if request.recency else []
         fused = rrf([*cut, *extra], request.rrf_k)
         if request.windows:
@@ -214,8 +276,8 @@ def fuse(
     if request.windows:
         ranked.append(Ranked(DATES, _dated(conn, at(depths[-1]), request.windows)))
     if mode is not Mode.HYBRID and len(ranked) == 1:
-        return ranked[0].items[: request.k]
-    return prefix_stable(at, depths, request.k)
+        return ranked[0].items[:wanted]
+    return prefix_stable(at, depths, wanted)
 
 
 def _dated(
@@ -249,8 +311,12 @@ def build(
     ranked: Sequence[Ranked],
     mode: Mode,
     degraded: tuple[str, ...],
+    via: Mapping[int, str] | None = None,
 ) -> Recall:
-    """Load the memories of the fused keys and assemble the :class:`Recall`."""
+    """Load the memories of the fused keys and assemble the :class:`Recall`.
+
+    ``via`` names, per widened key, the key term whose sub-query brought it in.
+    """
     memories: dict[int, Memory] = records.select_by_keys(conn, [key for key, _ in fused])
     raw_scores = [dict(r.items) for r in ranked]
     positions = {
@@ -262,6 +328,8 @@ def build(
         channels = {
             name: ChannelScore(*found[key]) for name, found in positions.items() if key in found
         }
+        if via and key in via and TEXT in channels:
+            channels[TEXT] = ChannelScore(*positions[TEXT][key], via_widening=(via[key],))
         hits.append(Hit(memories[key], score, rank, channels))
     return Recall(tuple(hits), mode, tuple(r.channel for r in ranked), degraded, None)
 

@@ -165,6 +165,8 @@ class ReadMethods:
         as_of: _dt.datetime | None = None,
         recency: bool = False,
         temporal: bool = False,
+        widen: bool = False,
+        latest: bool = False,
         expand_related: bool = False,
         follow_links: bool = False,
         rerank_alpha: float | None = None,
@@ -207,6 +209,19 @@ class ReadMethods:
                 LoCoMo development split with session context on: recall@10
                 0.731 -> 0.742, hit@10 0.802 -> 0.814 (temporal questions 0.806
                 -> 0.827; ``docs/benchmarks.md``).
+            widen: Candidate widening (hybrid mode and ``rerank_alpha``): one
+                sub-query per key term (the query's two rarest) brings its ten
+                best memories into the lexical list, scored with the whole
+                query's BM25, so a turn that holds the key entity but few other
+                query words can reach fusion. A text-only ranking is unchanged.
+                ``explain`` is not needed to see it: such a hit's ``text``
+                channel names the term (``ChannelScore.via_widening``).
+            latest: When the query asks for a current value ("now",
+                "currently", "latest", "still", "most recent", "these days"),
+                put the result's cluster - its first five hits scoring at least
+                half the best score - in chronological order, newest first
+                (``created_at``, then write order). Post-retrieval: no hit
+                enters or leaves; the reordered hits carry a ``latest`` channel.
             rerank_alpha: Rerank a pool of the first 40 lexical hits (whatever
                 ``k``) by vector similarity instead of fusing: ``>= 2`` reorders
                 the pool by cosine, ``[1, 2)`` breaks near-ties (δ = 0.05) by
@@ -253,6 +268,7 @@ class ReadMethods:
             _optional_number(rerank_alpha, "rerank_alpha"), _optional_ef(ef_search),
             bool(expand_related),
             windows=tuple(query_dates.windows(query, now=from_micros(at))) if temporal else (),
+            widen=bool(widen), latest=bool(latest),
         )  # fmt: skip
         timer = recall.Timer()
         query_vector = None

@@ -16,7 +16,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from embedmind.lexical import maxscore
+from embedmind.lexical import maxscore, widening
 from embedmind.lexical.index import LexicalIndex, Scored, best_first, query_terms
 from embedmind.storage import records
 
@@ -36,6 +36,43 @@ def text_channel(
 ) -> list[tuple[int, float]]:
     """The top ``k`` admitted documents by BM25: ``(key, score)`` best first."""
     lists, avgdl = lexical.term_lists(conn, query_terms(text))
+    return scored_channel(conn, lists, avgdl, condition, k)
+
+
+def widened_channel(
+    conn: apsw.Connection,
+    lexical: LexicalIndex,
+    text: str,
+    condition: tuple[str, list[Any]],
+    k: int,
+    base: int,
+) -> tuple[list[tuple[int, float]], widening.Widened]:
+    """:func:`text_channel`'s top ``k``, and what key-term sub-queries add to its first ``base``.
+
+    Widening against a fixed ``base`` (the fusion depth), not ``k``, keeps
+    what it adds independent of how many hits were asked for. The term lists
+    are read one term at a time, so that each is known by name (explain names
+    the sub-query that brought a candidate in).
+    """
+    named = [(term, lexical.term_lists(conn, [term])) for term in query_terms(text)]
+    present = [(term, found[0][0], found[1]) for term, found in named if found[0]]
+    if not present:
+        return [], widening.Widened([], {})
+    terms = [term for term, _, _ in present]
+    lists = [term_list for _, term_list, _ in present]
+    avgdl = present[0][2]
+    found = scored_channel(conn, lists, avgdl, condition, k)
+    return found, widening.widen(conn, terms, lists, avgdl, condition, found[:base])
+
+
+def scored_channel(
+    conn: apsw.Connection,
+    lists: list[maxscore.TermList],
+    avgdl: float,
+    condition: tuple[str, list[Any]],
+    k: int,
+) -> list[tuple[int, float]]:
+    """The top ``k`` admitted documents of the query whose term lists are ``lists``."""
     keys, scores, theta = maxscore.top(lists, avgdl, k + _MAXSCORE_SLACK)
     found = admitted_best_first(conn, Scored(keys, scores), condition, k)
     if theta == 0.0 or (len(found) == k and found[-1][1] >= theta):

@@ -5,7 +5,9 @@ turn before it (the other speaker's question) does. So, when the store's
 switch is on, a memory with a ``session_id`` is indexed as
 ``WEIGHT_OWN × its terms + WEIGHT_NEIGHBOUR × (previous turn's + next turn's)``
 — the issue's "previous + 2 × own + next", which measured best on the LoCoMo
-development split (``docs/benchmarks.md``). Its content, vectors and snippets
+development split (``docs/benchmarks.md``). With an alias table
+(:mod:`embedmind.lexical.aliases`) a memory's alias field joins at weight 1,
+and a neighbour lends its own and alias terms alike, at weight 1. Its content, vectors and snippets
 stay its own; only the postings change. Memories without a session, and a
 memory alone in its session, are indexed as before.
 
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from embedmind.lexical.aliases import Fields, Table, fields
 from embedmind.lexical.analyzer import analyze
 from embedmind.storage import sessions
 from embedmind.storage.postings import Links, get_entry, lookup_terms
@@ -47,25 +50,28 @@ StoredLinks = Callable[[int], Links]
 """The links a document's postings were built with."""
 
 
-def combined(own: dict[int, Counter[str]], key: int, links: Links) -> Counter[str]:
-    """``WEIGHT_OWN × own(key) + WEIGHT_NEIGHBOUR × own(each neighbour)``.
+def combined(own: dict[int, Fields], key: int, links: Links) -> Counter[str]:
+    """``WEIGHT_OWN × own(key) + alias(key) + WEIGHT_NEIGHBOUR × (own + alias)(each neighbour)``.
 
-    A memory alone in its session has no context: its own terms count once, so
-    it scores exactly as a memory without a session would (plain BM25).
+    A memory alone in its session has no context: it is indexed as without a
+    session (:meth:`Fields.alone`: its own terms once when it has no alias
+    field), so it scores exactly as plain BM25 would.
     """
+    if all(other is None for other in links):
+        return own[key].alone()
     counts: Counter[str] = Counter()
-    weight = WEIGHT_OWN if any(other is not None for other in links) else 1
-    for term, tf in own[key].items():
-        counts[term] += weight * tf
+    for term, tf in own[key].own.items():
+        counts[term] += WEIGHT_OWN * tf
+    counts.update(own[key].alias)
     for other in links:
         if other is not None:
-            for term, tf in own[other].items():
+            for term, tf in own[other].context().items():
                 counts[term] += WEIGHT_NEIGHBOUR * tf
     return counts
 
 
 def plan_add(
-    conn: apsw.Connection, docs: Sequence[tuple[int, str]], stored: StoredLinks
+    conn: apsw.Connection, docs: Sequence[tuple[int, str]], stored: StoredLinks, table: Table
 ) -> tuple[list[Entry], list[int]]:
     """Entries for ``docs`` (not indexed yet) and the indexed neighbours they change.
 
@@ -78,20 +84,23 @@ def plan_add(
     links: dict[int, Links] = {}
     for dialog in _by_dialog(places.values()):
         links.update(_dialog_links(conn, dialog, set(texts), stored))
-    own = {key: Counter(analyze(text)) for key, text in docs}
+    own = {key: fields(text, table) for key, text in docs}
     needed = {o for pair in links.values() for o in pair if o is not None} | links.keys()
     for key, text in sessions.contents(conn, needed - own.keys()).items():
-        own[key] = Counter(analyze(text))
+        own[key] = fields(text, table)
     entries = [
-        Entry(key, combined(own, key, links[key]) if key in links else own[key], links.get(key))
+        Entry(key, combined(own, key, links[key]) if key in links else own[key].alone(),
+              links.get(key))
         for key, _ in docs
-    ]
+    ]  # fmt: skip
     changed = [key for key in links if key not in texts]
     entries += [Entry(key, combined(own, key, links[key]), links[key]) for key in changed]
     return entries, changed
 
 
-def plan_remove(conn: apsw.Connection, links: Links, stored: StoredLinks) -> list[Entry]:
+def plan_remove(
+    conn: apsw.Connection, links: Links, stored: StoredLinks, table: Table
+) -> list[Entry]:
     """Entries re-indexing the two neighbours of a document that leaves the dialog."""
     previous, following = links
     new: dict[int, Links] = {}
@@ -100,8 +109,25 @@ def plan_remove(conn: apsw.Connection, links: Links, stored: StoredLinks) -> lis
     if following is not None:
         new[following] = (previous, stored(following)[1])
     needed = {o for pair in new.values() for o in pair if o is not None} | new.keys()
-    own = {key: Counter(analyze(text)) for key, text in sessions.contents(conn, needed).items()}
+    own = {key: fields(text, table) for key, text in sessions.contents(conn, needed).items()}
     return [Entry(key, combined(own, key, pair), pair) for key, pair in new.items()]
+
+
+def plan_reindex(
+    conn: apsw.Connection, indexed: dict[int, Links], table: Table, *, context: bool
+) -> list[Entry]:
+    """Entries re-deriving indexed documents in place (same links) under ``table``.
+
+    ``indexed`` maps each document to the links its postings were built with;
+    with ``context`` off the documents are indexed alone.
+    """
+    needed = set(indexed)
+    if context:
+        needed |= {o for pair in indexed.values() for o in pair if o is not None}
+    own = {key: fields(text, table) for key, text in sessions.contents(conn, needed).items()}
+    if not context:
+        return [Entry(key, own[key].alone(), None) for key in indexed if key in own]
+    return [Entry(key, combined(own, key, pair), pair) for key, pair in indexed.items()]
 
 
 def _by_dialog(places: Iterable[Place]) -> list[list[Place]]:
@@ -137,13 +163,16 @@ def _dialog_links(
     return out
 
 
-def context_terms(conn: apsw.Connection, key: int, content: str, query: str) -> tuple[str, ...]:
+def context_terms(
+    conn: apsw.Connection, key: int, content: str, query: str, table: Table | None = None
+) -> tuple[str, ...]:
     """The query terms a document matches only through its neighbours' text (for explain).
 
-    Empty when the document's own words hold every query term it matches, or
-    when its postings carry no context.
+    Empty when the document's own words (and its alias field under ``table``)
+    hold every query term it matches, or when its postings carry no context.
     """
-    own = set(analyze(content))
+    mine = fields(content, table) if table is not None else None
+    own = set(analyze(content)) if mine is None else {*mine.own, *mine.alias}
     wanted = [term for term in dict.fromkeys(analyze(query)) if term not in own]
     if not wanted:
         return ()

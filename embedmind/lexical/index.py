@@ -5,13 +5,16 @@ inside the caller's write transaction, so postings always agree with the
 records. Reads score every posting of the query terms exhaustively (so a
 filter can never make the channel under-return) from a per-process cache of
 decoded blocks that is revalidated against the block versions on each query.
+The store's alias table (:mod:`embedmind.lexical.aliases`) shapes both sides:
+documents carry the expansions of the keys they hold, and a query's terms
+gain the expansions of the keys it holds, at a reduced weight.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -20,9 +23,11 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.lexical import bm25, context, maxscore
+from embedmind.lexical import aliases, bm25, context, maxscore
+from embedmind.lexical.aliases import Table, fields
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.maxscore import TermList
+from embedmind.storage import aliases as alias_rows
 from embedmind.storage import postings as store
 from embedmind.storage import sessions
 from embedmind.storage.blocks import BLOCK_SIZE, Postings, concat, make
@@ -56,6 +61,19 @@ class LexicalIndex:
         self._lock = threading.Lock()
         self._terms: _LRU[_Cached] = _LRU(CACHE_POSTINGS)
         self._blocks: _LRU[Postings] = _LRU(CACHE_POSTINGS)
+        self._table: tuple[str, Table] = ("", aliases.EMPTY)
+
+    def aliases(self, conn: apsw.Connection) -> Table:
+        """The store's compiled alias table, as of ``conn``'s transaction (cached by version)."""
+        version = alias_rows.version(conn)
+        with self._lock:
+            cached_version, table = self._table
+        if cached_version == version:
+            return table
+        table = Table.compile((given, target) for _, given, target in alias_rows.rows(conn))
+        with self._lock:
+            self._table = (version, table)
+        return table
 
     # -- writes (inside the caller's transaction) ---------------------------
 
@@ -67,11 +85,12 @@ class LexicalIndex:
         """
         if not docs:
             return
+        table = self.aliases(conn)
         if not sessions.enabled(conn):
-            entries = [context.Entry(key, Counter(analyze(text)), None) for key, text in docs]
+            entries = [context.Entry(key, fields(text, table).alone(), None) for key, text in docs]
             self._put(conn, [e for e in entries if e.counts], version)
             return
-        entries, changed = context.plan_add(conn, docs, lambda key: self._links(conn, key))
+        entries, changed = context.plan_add(conn, docs, lambda key: self._links(conn, key), table)
         for key in changed:
             self._drop(conn, key, version)
         # A sessionless document without terms is not indexed (as without context).
@@ -85,7 +104,9 @@ class LexicalIndex:
         links = self._drop(conn, key, version)
         if links is None or links == (None, None):
             return
-        entries = context.plan_remove(conn, links, lambda other: self._links(conn, other))
+        entries = context.plan_remove(
+            conn, links, lambda other: self._links(conn, other), self.aliases(conn)
+        )
         for entry in entries:
             self._drop(conn, entry.key, version)
         self._put(conn, entries, version)
@@ -117,8 +138,47 @@ class LexicalIndex:
         conn.execute("DELETE FROM lex_terms")
         conn.execute("UPDATE lex_stats SET doc_count = 0, total_length = 0 WHERE id = 1")
         sessions.set_enabled(conn, session_context)
+        alias_rows.clear_pending(conn)  # every posting follows the current alias table again
         self.add(conn, sessions.unforgotten(conn), version)
         self.clear_cache()
+
+    def reindex(self, conn: apsw.Connection, keys: Sequence[int], version: int) -> int:
+        """Re-derive the postings of ``keys`` under the current alias table; return how many.
+
+        Only indexed documents are touched (a forgotten or deleted memory has
+        no postings to redo); their dialog links stay as they are, since an
+        alias change moves no memory.
+        """
+        indexed: dict[int, store.Links] = {}
+        for key in sorted(set(keys)):
+            entry = store.get_entry(conn, key)
+            if entry is not None:
+                indexed[key] = entry[3]
+        if not indexed:
+            return 0
+        entries = context.plan_reindex(
+            conn, indexed, self.aliases(conn), context=sessions.enabled(conn)
+        )
+        for key in indexed:
+            self._drop(conn, key, version)
+        self._put(conn, entries, version)
+        return len(indexed)
+
+    def holding(self, conn: apsw.Connection, key_terms: Sequence[str]) -> set[int]:
+        """The indexed documents whose postings hold every one of ``key_terms``.
+
+        Postings include the words a document lends its dialog neighbours, so
+        this is every document whose own text or a neighbour's contains an
+        alias key with these terms (a superset: the terms need not be adjacent).
+        """
+        rows = store.lookup_terms(conn, key_terms)
+        if len(rows) < len(set(key_terms)):
+            return set()
+        found: set[int] | None = None
+        for row in rows.values():
+            keys = set(self._postings(conn, row).keys.tolist())
+            found = keys if found is None else found & keys
+        return found or set()
 
     def _links(self, conn: apsw.Connection, key: int) -> store.Links:
         entry = store.get_entry(conn, key)
@@ -184,15 +244,17 @@ class LexicalIndex:
         self, conn: apsw.Connection, terms: Sequence[str]
     ) -> tuple[list[TermList], float]:
         """The postings of the query terms that exist, ready to score, and avgdl."""
-        rows = store.lookup_terms(conn, terms)
+        weights = aliases.query_weights(terms, self.aliases(conn))
+        rows = store.lookup_terms(conn, weights)
         doc_count, total_length = store.stats(conn)
         if not rows or doc_count == 0:
             return [], 1.0
         avgdl = total_length / doc_count
         lists = []
-        for row in rows.values():
+        for term, row in rows.items():
             cached = self._postings(conn, row)
-            idf = bm25.idf(row.df, doc_count)
+            # A term's score is linear in its idf: weighting the idf weights the term.
+            idf = bm25.idf(row.df, doc_count) * weights[term]
             # A hair above the exact bound: scores are computed in float32.
             bound = bm25.upper_bound(cached.max_tf, cached.min_length, idf, avgdl) * 1.0001
             lists.append(TermList(cached.keys, cached.tf, cached.length, idf, bound))

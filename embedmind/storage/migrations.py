@@ -201,6 +201,27 @@ def m0005_sessions(conn: apsw.Connection) -> None:
     )
 
 
+def m0006_aliases(conn: apsw.Connection) -> None:
+    """The store's alias table and the memories waiting to be re-indexed after it changed.
+
+    An alias maps a key ("NYC") to a target ("new york"); both the postings
+    and the query expand it (``embedmind.lexical.aliases``). ``key`` is the
+    analysed key; ``alias_pending`` lists the memories whose postings still
+    follow an earlier table (``embedmind.storage.aliases``). An older store
+    gains an empty table, so its postings are unchanged.
+    """
+    conn.execute(
+        """
+        CREATE TABLE aliases (
+            key TEXT PRIMARY KEY,
+            given TEXT NOT NULL,
+            target TEXT NOT NULL
+        ) STRICT;
+        CREATE TABLE alias_pending (key INTEGER PRIMARY KEY) STRICT;
+        """
+    )
+
+
 def _new_store_settings(conn: apsw.Connection) -> None:
     """The settings a store starts with, written once, in the transaction that creates it.
 
@@ -213,6 +234,7 @@ def _new_store_settings(conn: apsw.Connection) -> None:
 
 MIGRATIONS: tuple[Migration, ...] = (
     m0001_initial, m0002_vectors, m0003_graph, m0004_fragments, m0005_sessions,
+    m0006_aliases,
 )  # fmt: skip
 LATEST = len(MIGRATIONS)
 
