@@ -23,15 +23,15 @@ from typing import Any
 
 from tqdm import tqdm
 
+from embedmind.backend.sqlite import alias_rows as rows
+from embedmind.backend.sqlite import records
+from embedmind.backend.sqlite.crashpoints import crashpoint
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.checks import has_surrogates
 from embedmind.commit import CommitPath
 from embedmind.errors import InvalidInputError
 from embedmind.lexical.aliases import MAX_ALIASES, MAX_CHARS, MAX_KEY_TERMS, MAX_TARGET_TERMS
 from embedmind.lexical.analyzer import analyze
-from embedmind.lexical.index import LexicalIndex
-from embedmind.storage import aliases as rows
-from embedmind.storage import records
-from embedmind.storage.crashpoints import crashpoint
 
 BATCH = 500
 """Memories re-indexed per transaction."""

@@ -54,6 +54,13 @@ from typing import Any
 
 import apsw
 
+from embedmind.backend.sqlite import lifecycle_rows as lifecycle
+from embedmind.backend.sqlite.backend import SqliteBackend
+from embedmind.backend.sqlite.database import Database
+from embedmind.backend.sqlite.hnsw import VectorIndex
+from embedmind.backend.sqlite.identities import identities
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.backend.sqlite.session_writes import SqliteWrite
 from embedmind.chunking import Chunker
 from embedmind.embedders.protocol import Embedder
 from embedmind.events import (
@@ -64,14 +71,9 @@ from embedmind.events import (
     MemoryWritten,
 )
 from embedmind.fragment_writer import FragmentIndex, fragment_on_write
-from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Memory
 from embedmind.plugins import notify_committed
 from embedmind.policies import EvictionPolicy, FragmentPolicy
-from embedmind.storage import lifecycle
-from embedmind.storage.database import Database
-from embedmind.storage.identities import identities
-from embedmind.vectors.hnsw import VectorIndex
 from embedmind.writes import delete_keys
 
 logger = logging.getLogger(__name__)
@@ -113,10 +115,12 @@ class Committed:
 
 
 class Transaction:
-    """An open write transaction of the commit path: its connection and what was recorded."""
+    """An open write transaction of the commit path: its session and what was recorded."""
 
-    def __init__(self, conn: apsw.Connection) -> None:
-        self.conn = conn
+    def __init__(self, session: SqliteWrite) -> None:
+        self.session = session
+        self.conn = session.conn
+        """The session's connection, for the SQLite-bound modules that still take one."""
         self.records: list[Committed] = []
 
     def record(self, committed: Committed) -> None:
@@ -140,6 +144,7 @@ class Parts:
     """What the commit path acts on: the store's parts and its policies.
 
     Attributes:
+        backend: The store's backend.
         db: The store's database.
         lexical: Its BM25 index (evictions remove postings).
         vectors: Its vector index (``None``: text only).
@@ -154,6 +159,7 @@ class Parts:
             index file, read at each commit (so tests can lower it).
     """
 
+    backend: SqliteBackend
     db: Database
     lexical: LexicalIndex
     vectors: VectorIndex | None
@@ -180,8 +186,8 @@ class CommitPath:
         Yields:
             The transaction: its ``conn`` and ``record``.
         """
-        with self._parts.db.write() as conn:
-            tx = Transaction(conn)
+        with self._parts.backend.write() as session:
+            tx = Transaction(session)
             yield tx
             done = self._before_commit(tx)
         self._after_commit(done)

@@ -23,17 +23,18 @@ import numpy as np
 import numpy.typing as npt
 
 from embedmind import latest_value
+from embedmind.backend.sqlite import graph_rows as graph
+from embedmind.backend.sqlite import records
+from embedmind.backend.sqlite import vector_search as search
+from embedmind.backend.sqlite.hnsw import VectorIndex
+from embedmind.backend.sqlite.lexical.channel import text_channel, widened_channel
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.checks import an_int, finite_number
 from embedmind.errors import InvalidInputError
 from embedmind.fusion import fusion_depths, prefix_stable, rrf, tied_ranks
-from embedmind.lexical.channel import text_channel, widened_channel
-from embedmind.lexical.index import LexicalIndex
 from embedmind.model import ChannelScore, Hit, Memory, Mode, Recall
 from embedmind.query_dates import Window
 from embedmind.rerank import rerank
-from embedmind.storage import graph, records
-from embedmind.vectors import search
-from embedmind.vectors.hnsw import VectorIndex
 
 TEXT, VECTOR, RECENCY, DATES, LATEST = "text", "vector", "recency", "dates", "latest"
 FUSION_DEPTH = 20

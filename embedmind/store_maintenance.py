@@ -21,6 +21,11 @@ from typing import TYPE_CHECKING
 
 from embedmind import aliases as alias_table
 from embedmind import drafts
+from embedmind.backend.sqlite import records
+from embedmind.backend.sqlite.crashpoints import crashpoint
+from embedmind.backend.sqlite.database import CHECKPOINT_TIMEOUT, Database
+from embedmind.backend.sqlite.hnsw import VectorIndex
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.checks import finite_number
 from embedmind.commit import CommitPath, Committed
 from embedmind.embedders.protocol import Embedder
@@ -30,14 +35,9 @@ from embedmind.errors import (
     StorageError,
 )
 from embedmind.ids import validate_id
-from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Draft, Memory
-from embedmind.storage import records
-from embedmind.storage.crashpoints import crashpoint
-from embedmind.storage.database import CHECKPOINT_TIMEOUT, Database
 from embedmind.timestamps import resolve_now
 from embedmind.vectors.embedding import Embedded, embed_contents
-from embedmind.vectors.hnsw import VectorIndex
 from embedmind.writes import delete_keys, drop_fragments, replace_vectors
 
 if TYPE_CHECKING:

@@ -15,14 +15,21 @@ from typing import Any
 import numpy as np
 
 from embedmind import query_dates, recall
+from embedmind.backend.sqlite import graph_rows as graph
+from embedmind.backend.sqlite import records, vector_rows
+from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite.database import Database
+from embedmind.backend.sqlite.hnsw import VectorIndex
+from embedmind.backend.sqlite.lexical.context import context_terms
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.backend.sqlite.missing_vectors import MissingVectors
+from embedmind.backend.sqlite.selection_sql import compile_selection
 from embedmind.checks import an_int, is_number
 from embedmind.drafts import query_text
 from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import InvalidInputError
 from embedmind.ids import validate_id
-from embedmind.lexical.context import context_terms
-from embedmind.lexical.index import LexicalIndex
 from embedmind.model import (
     AgentStats,
     Level,
@@ -35,14 +42,8 @@ from embedmind.model import (
     Where,
 )
 from embedmind.plugins import rerank as plugin_rerank
-from embedmind.storage import graph, records, sessions
-from embedmind.storage import vectors as vector_rows
-from embedmind.storage.database import Database
-from embedmind.backend.sqlite.selection_sql import compile_selection
 from embedmind.query.selection import Selection
 from embedmind.timestamps import from_micros, optional_to_micros, resolve_now, to_micros
-from embedmind.vectors.hnsw import VectorIndex
-from embedmind.vectors.missing import MissingVectors
 
 logger = logging.getLogger(__name__)
 

@@ -41,6 +41,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from embedmind import timestamps
+from embedmind.backend.sqlite import graph_rows as graph
+from embedmind.backend.sqlite import lifecycle_rows as lifecycle
+from embedmind.backend.sqlite import records, vector_rows
+from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite.database import Database
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.checks import is_int, no_surrogates
 from embedmind.commit import CommitPath, Committed
 from embedmind.drafts import Prepared, confidence_value, prepare
@@ -48,12 +54,8 @@ from embedmind.embedders.adapt import identity, normalized
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import ConflictError, EmbedderMismatchError, InvalidInputError
 from embedmind.ids import validate_id
-from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Draft, Tier
 from embedmind.query.scope import normalize_namespace
-from embedmind.storage import graph, lifecycle, records, sessions
-from embedmind.storage import vectors as vector_rows
-from embedmind.storage.database import Database
 from embedmind.vectors.embedding import Embedded, embed_contents
 from embedmind.writes import apply_batch, taken_elsewhere
 

@@ -16,13 +16,18 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from embedmind import drafts, writes
+from embedmind.backend.sqlite import records, vector_rows
+from embedmind.backend.sqlite import vector_search as search
+from embedmind.backend.sqlite.database import Database
+from embedmind.backend.sqlite.hnsw import VectorIndex
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.backend.sqlite.selection_sql import compile_selection
 from embedmind.checks import is_int
 from embedmind.commit import CommitPath, Committed, changed, emit
 from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import InvalidInputError
 from embedmind.ids import validate_id
-from embedmind.lexical.index import LexicalIndex
 from embedmind.model import (
     Draft,
     Level,
@@ -32,15 +37,9 @@ from embedmind.model import (
     SimilarMemory,
     Tier,
 )
-from embedmind.storage import records
-from embedmind.storage import vectors as vector_rows
-from embedmind.storage.database import Database
-from embedmind.backend.sqlite.selection_sql import compile_selection
 from embedmind.query.selection import Selection
 from embedmind.timestamps import resolve_now
-from embedmind.vectors import search
 from embedmind.vectors.embedding import Embedded, embed_contents
-from embedmind.vectors.hnsw import VectorIndex
 
 if TYPE_CHECKING:
     from embedmind.fragments import Fragments

@@ -547,6 +547,10 @@ class Backend(Protocol):
         """Whether :meth:`close` was called."""
         ...
 
+    def configure_vectors(self, dims: int) -> None:
+        """Prepare vector storage for ``dims`` (called once, after the embedder identity check)."""
+        ...
+
     def read(self) -> AbstractContextManager[ReadSession]:
         """Open a read snapshot."""
         ...

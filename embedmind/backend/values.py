@@ -99,10 +99,8 @@ class OpenOptions:
         location: The path or URL as given (a path already made absolute).
         synchronous: ``"FULL"`` or ``"NORMAL"`` durability.
         busy_timeout: Seconds a writer waits for the lock.
-        dims: The embedder's dimension, or ``None`` for a text-only store.
     """
 
     location: str
     synchronous: str = "FULL"
     busy_timeout: float = 10.0
-    dims: int | None = None

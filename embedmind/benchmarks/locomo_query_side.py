@@ -7,7 +7,7 @@ public API at the cost of the lexical work alone. Settings:
 
 - ``base`` — hybrid as it is (the default path);
 - ``widen s×n`` — ``widen=True`` with ``s`` key-term sub-queries of ``n``
-  candidates each (:mod:`embedmind.lexical.widening`'s constants);
+  candidates each (:mod:`embedmind.backend.sqlite.lexical.widening`'s constants);
 - ``latest span/band`` — ``latest=True`` with the cluster drawn from the first
   ``span`` hits within ``band`` of the best (:mod:`embedmind.latest_value`).
 
@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from embedmind import latest_value
+from embedmind.backend.sqlite.lexical import widening
 from embedmind.benchmarks.locomo_data import (
     CATEGORIES,
     Question,
@@ -45,7 +46,6 @@ from embedmind.benchmarks.locomo_data import (
     recall_at_k,
 )
 from embedmind.benchmarks.locomo_tuning import ingest
-from embedmind.lexical import widening
 from embedmind.store import Store
 
 WIDEN_GRID = ((1, 10), (2, 5), (2, 10), (2, 20), (3, 10))

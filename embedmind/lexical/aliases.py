@@ -18,7 +18,7 @@ Semantics (``docs/how-to/aliases.md`` is the user's page):
   Own terms weigh :data:`WEIGHT_OWN` and alias terms 1, so an expansion
   counts half as much as a word the memory says; a memory without any
   expansion is indexed exactly as without aliases (its terms count once).
-  :mod:`embedmind.lexical.context` composes this with session context.
+  :mod:`embedmind.backend.sqlite.lexical.context` composes this with session context.
 - **Query side.** The query's terms keep their weight; the target terms of
   the keys it contains that it does not already hold are added at
   :data:`QUERY_WEIGHT` (their idf scaled), so "NYC" finds a memory that only
@@ -128,7 +128,7 @@ def query_weights(terms: Sequence[str], table: Table) -> dict[str, float]:
     """The terms a query is scored with and their weights (1 own, :data:`QUERY_WEIGHT` added).
 
     ``terms`` are the query's distinct analysed terms in first-occurrence
-    order (:func:`embedmind.lexical.index.query_terms`); keys are matched in
+    order (:func:`embedmind.backend.sqlite.lexical.index.query_terms`); keys are matched in
     that sequence.
     """
     weights = dict.fromkeys(terms, 1.0)

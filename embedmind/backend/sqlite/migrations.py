@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 import apsw
 
+from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite.crashpoints import crashpoint
 from embedmind.errors import SchemaVersionError
-from embedmind.storage import sessions
-from embedmind.storage.crashpoints import crashpoint
 
 Migration = Callable[[apsw.Connection], None]
 
@@ -207,7 +207,7 @@ def m0006_aliases(conn: apsw.Connection) -> None:
     An alias maps a key ("NYC") to a target ("new york"); both the postings
     and the query expand it (``embedmind.lexical.aliases``). ``key`` is the
     analysed key; ``alias_pending`` lists the memories whose postings still
-    follow an earlier table (``embedmind.storage.aliases``). An older store
+    follow an earlier table (``embedmind.backend.sqlite.alias_rows``). An older store
     gains an empty table, so its postings are unchanged.
     """
     conn.execute(

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import apsw
 
-from embedmind.storage.connection import fetch_one
-from embedmind.storage.vectors import FRAGMENTS
+from embedmind.backend.sqlite.connection import fetch_one
+from embedmind.backend.sqlite.vector_rows import FRAGMENTS
 
 
 def add(

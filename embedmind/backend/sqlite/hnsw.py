@@ -24,9 +24,9 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from embedmind.backend.sqlite import fileio
+from embedmind.backend.sqlite import vector_rows as store
 from embedmind.errors import StorageError
-from embedmind.storage import fileio
-from embedmind.storage import vectors as store
 
 if TYPE_CHECKING:
     from usearch.index import Index

@@ -23,14 +23,15 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.lexical import aliases, bm25, context, maxscore
+from embedmind.backend.sqlite import alias_rows
+from embedmind.backend.sqlite import postings as store
+from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite.blocks import BLOCK_SIZE, Postings, concat, make
+from embedmind.backend.sqlite.lexical import context
+from embedmind.lexical import aliases, bm25, maxscore
 from embedmind.lexical.aliases import Table, fields
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.maxscore import TermList
-from embedmind.storage import aliases as alias_rows
-from embedmind.storage import postings as store
-from embedmind.storage import sessions
-from embedmind.storage.blocks import BLOCK_SIZE, Postings, concat, make
 
 MERGE_BELOW = 128
 """A term's last block is topped up with new postings only while it holds fewer than this."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from embedmind.storage.connection import fetch_one
+from embedmind.backend.sqlite.connection import fetch_one
 
 
 @dataclass(frozen=True)

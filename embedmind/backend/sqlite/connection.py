@@ -17,13 +17,13 @@ from typing import Any, Literal
 
 import apsw
 
-from embedmind.errors import StorageError, StoreClosedError
 from embedmind.backend.sqlite.where_sql import (
     LOWER_FUNCTION,
     TYPE_ERROR_FUNCTION,
     lower,
     raise_type_error,
 )
+from embedmind.errors import StorageError, StoreClosedError
 
 Synchronous = Literal["FULL", "NORMAL"]
 MEMORY_PATH = ":memory:"

@@ -14,8 +14,8 @@ import tempfile
 from collections.abc import Callable
 from contextlib import suppress
 
+from embedmind.backend.sqlite.crashpoints import crashpoint
 from embedmind.errors import StorageError
-from embedmind.storage.crashpoints import crashpoint
 
 PRIVATE_MODE = 0o600
 

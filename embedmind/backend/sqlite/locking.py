@@ -21,8 +21,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from embedmind.backend.sqlite import fileio
 from embedmind.errors import StoreBusyError
-from embedmind.storage import fileio
 
 _FIRST_SLEEP = 0.0002
 _MAX_SLEEP = 0.005

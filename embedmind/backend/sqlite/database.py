@@ -29,17 +29,17 @@ from contextlib import contextmanager, suppress
 
 import apsw
 
-from embedmind.checks import finite_number
-from embedmind.errors import InvalidInputError, StorageError, StoreBusyError
-from embedmind.storage import fileio, migrations
-from embedmind.storage.connection import (
+from embedmind.backend.sqlite import fileio, migrations
+from embedmind.backend.sqlite.connection import (
     MEMORY_PATH,
     ConnectionManager,
     Synchronous,
     fetch_one,
 )
-from embedmind.storage.crashpoints import crashpoint
-from embedmind.storage.locking import WriterLock
+from embedmind.backend.sqlite.crashpoints import crashpoint
+from embedmind.backend.sqlite.locking import WriterLock
+from embedmind.checks import finite_number
+from embedmind.errors import InvalidInputError, StorageError, StoreBusyError
 
 logger = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import apsw
 
+from embedmind.backend.sqlite import integrity
+from embedmind.backend.sqlite.connection import fetch_one
 from embedmind.drafts import Prepared, decode_metadata
 from embedmind.errors import DamagedRecordError
 from embedmind.model import Level, Memory, Tier
-from embedmind.storage import integrity
-from embedmind.storage.connection import fetch_one
 from embedmind.timestamps import from_micros, optional_from_micros
 
 COLUMNS = (

@@ -32,9 +32,9 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.storage import vectors as store
-from embedmind.storage.vectors import MEMORY, Space
-from embedmind.vectors.hnsw import VectorIndex, default_ef
+from embedmind.backend.sqlite import vector_rows as store
+from embedmind.backend.sqlite.hnsw import VectorIndex, default_ef
+from embedmind.backend.sqlite.vector_rows import MEMORY, Space
 
 EXACT_AFTER = 16_384
 """Pool size past which the planner scores the admitted memories exactly."""

@@ -17,7 +17,7 @@ import threading
 
 import apsw
 
-from embedmind.storage import vectors as vector_rows
+from embedmind.backend.sqlite import vector_rows
 
 
 class MissingVectors:

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 
 import apsw
 
-from embedmind.storage.connection import fetch_one
+from embedmind.backend.sqlite.connection import fetch_one
 
 VERSION = "lexical.aliases_version"
 """``meta`` key: a token naming the alias table's last change (absent: never changed)."""

@@ -22,8 +22,8 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from embedmind.backend.sqlite.connection import fetch_one
 from embedmind.errors import StorageError
-from embedmind.storage.connection import fetch_one
 
 
 @dataclass(frozen=True)

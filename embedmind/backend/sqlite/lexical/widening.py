@@ -27,7 +27,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.lexical.index import Scored
+from embedmind.backend.sqlite.lexical.index import Scored
 from embedmind.lexical.maxscore import TermList
 
 SUB_QUERIES = 2
@@ -115,7 +115,7 @@ def widen(
             :data:`SUB_QUERIES`).
     """
     # channel imports this module, so its walker is imported at call time.
-    from embedmind.lexical.channel import admitted_best_first
+    from embedmind.backend.sqlite.lexical.channel import admitted_best_first
 
     per_sub_query = PER_SUB_QUERY if per_sub_query is None else per_sub_query
     sub_queries = SUB_QUERIES if sub_queries is None else sub_queries

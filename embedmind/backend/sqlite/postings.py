@@ -5,7 +5,7 @@ Tables (see ``migrations.m0001_initial``):
 - ``lex_terms(term_id, term, df, version)`` — the dictionary; a term whose
   last document goes leaves it.
 - ``lex_blocks(block_id, term_id, first_key, count, max_tf, min_length,
-  version, data)`` — packed postings (:mod:`embedmind.storage.blocks`).
+  version, data)`` — packed postings (:mod:`embedmind.backend.sqlite.blocks`).
   ``first_key`` is a lower bound of the block's keys, so the block holding a
   key is the one with the largest ``first_key`` not above it.
 - ``lex_docs(key, length, terms)`` — each document's term ids and counts, so
@@ -28,9 +28,9 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from embedmind.backend.sqlite.blocks import Postings, decode, encode
+from embedmind.backend.sqlite.connection import fetch_one
 from embedmind.errors import StorageError
-from embedmind.storage.blocks import Postings, decode, encode
-from embedmind.storage.connection import fetch_one
 
 
 @dataclass(frozen=True)

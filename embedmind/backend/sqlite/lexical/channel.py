@@ -16,9 +16,10 @@ from typing import Any
 import apsw
 import numpy as np
 
-from embedmind.lexical import maxscore, widening
-from embedmind.lexical.index import LexicalIndex, Scored, best_first, query_terms
-from embedmind.storage import records
+from embedmind.backend.sqlite import records
+from embedmind.backend.sqlite.lexical import widening
+from embedmind.backend.sqlite.lexical.index import LexicalIndex, Scored, best_first, query_terms
+from embedmind.lexical import maxscore
 
 _FIRST_BATCH = 64
 _MAXSCORE_SLACK = 16

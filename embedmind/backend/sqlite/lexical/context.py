@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 import apsw
 
+from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite.postings import Links, get_entry, lookup_terms
+from embedmind.backend.sqlite.session_rows import Place
 from embedmind.lexical.aliases import Fields, Table, fields
 from embedmind.lexical.analyzer import analyze
-from embedmind.storage import sessions
-from embedmind.storage.postings import Links, get_entry, lookup_terms
-from embedmind.storage.sessions import Place
 
 WEIGHT_OWN = 2
 WEIGHT_NEIGHBOUR = 1
