@@ -10,7 +10,7 @@ the next alias call (or :meth:`embedmind.Store.reindex_aliases`) finishes
 it. Until then a marked memory is found by its own words and its neighbours'
 exactly as always, and by the expansions of the table its postings were
 built with; the query side already uses the new table. Every step commits
-through :class:`embedmind.commit.CommitPath` and records no memory change
+through :class:`embedmind.engine.commit.CommitPath` and records no memory change
 (an alias change rewrites no memory's row).
 
 The semantics of matching and weighting are in :mod:`embedmind.lexical.aliases`.
@@ -28,7 +28,7 @@ from embedmind.backend.sqlite import records
 from embedmind.backend.sqlite.crashpoints import crashpoint
 from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.checks import has_surrogates
-from embedmind.commit import CommitPath
+from embedmind.engine.commit import CommitPath
 from embedmind.errors import InvalidInputError
 from embedmind.lexical.aliases import MAX_ALIASES, MAX_CHARS, MAX_KEY_TERMS, MAX_TARGET_TERMS
 from embedmind.lexical.analyzer import analyze

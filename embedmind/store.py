@@ -17,9 +17,9 @@ from embedmind.backend.sqlite.backend import SqliteBackend
 from embedmind.backend.sqlite.connection import Synchronous
 from embedmind.backend.sqlite.hnsw import VectorIndex
 from embedmind.backend.values import OpenOptions
-from embedmind.commit import CommitPath, Parts
 from embedmind.embedders.adapt import DEFAULT, identity, resolve
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine.commit import CommitPath, Parts
 from embedmind.errors import EmbedderMismatchError, InvalidInputError, StorageError
 from embedmind.fragments import Fragments
 from embedmind.plugins import backend_for, embedder_factory, resolve_embedder
@@ -117,7 +117,7 @@ class Store(
                 names the method, e.g. ``"move"``), ``delete()`` (evictions
                 included), ``soft_delete()``, ``sweep_expired(tier)``,
                 ``dedup_hit()`` and ``active_by_tier(tier, n)`` is called after
-                the matching change commits (see :mod:`embedmind.commit`).
+                the matching change commits (see :mod:`embedmind.engine.commit`).
             fragment_policy: Chunk and embed every written memory in its scope
                 into the fragment index, best effort (failures are logged with
                 the record id and never fail the write).

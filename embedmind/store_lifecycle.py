@@ -19,7 +19,7 @@ from embedmind.backend.sqlite import session_rows as sessions
 from embedmind.backend.sqlite.database import Database
 from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.checks import is_int, no_surrogates
-from embedmind.commit import Changed, CommitPath, Committed, changed, emit
+from embedmind.engine.commit import Changed, CommitPath, Committed, changed, emit
 from embedmind.errors import InvalidInputError, NotFoundError
 from embedmind.ids import validate_id
 from embedmind.model import Memory, NamespaceActivity, NamespaceLink, Tier

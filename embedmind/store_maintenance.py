@@ -27,8 +27,8 @@ from embedmind.backend.sqlite.database import CHECKPOINT_TIMEOUT, Database
 from embedmind.backend.sqlite.hnsw import VectorIndex
 from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.checks import finite_number
-from embedmind.commit import CommitPath, Committed
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine.commit import CommitPath, Committed
 from embedmind.errors import (
     NotFoundError,
     RedactionIncompleteError,

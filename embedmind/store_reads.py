@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from embedmind import query_dates, recall
+from embedmind import query_dates
 from embedmind.backend.sqlite import graph_rows as graph
 from embedmind.backend.sqlite import records, vector_rows
 from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite.backend import SqliteBackend
 from embedmind.backend.sqlite.database import Database
 from embedmind.backend.sqlite.hnsw import VectorIndex
 from embedmind.backend.sqlite.lexical.context import context_terms
@@ -28,6 +29,7 @@ from embedmind.checks import an_int, is_number
 from embedmind.drafts import query_text
 from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine import recall
 from embedmind.errors import InvalidInputError
 from embedmind.ids import validate_id
 from embedmind.model import (
@@ -57,6 +59,7 @@ class ReadMethods:
     _db: Database
     _lexical: LexicalIndex
     _embedder: Embedder | None
+    _backend: SqliteBackend
     _vectors: VectorIndex | None
     _missing_vectors: MissingVectors | None = None  # made on the first vector recall
 
@@ -265,7 +268,7 @@ class ReadMethods:
             grants=self._grants(namespace) if follow_links and namespace is not None else (),
         )  # fmt: skip
         request = recall.Request(
-            query, k, wanted, compile_selection(selection), bool(recency),
+            query, k, wanted, selection, bool(recency),
             _optional_number(rerank_alpha, "rerank_alpha"), _optional_ef(ef_search),
             bool(expand_related),
             windows=tuple(query_dates.windows(query, now=from_micros(at))) if temporal else (),
@@ -279,12 +282,13 @@ class ReadMethods:
             raw = self._embedder.embed_query(query) if vector is None else vector
             query_vector = normalized_one(raw, self._embedder.dims)
             timer.lap("embed")
-        with self._db.read() as conn:
-            result = recall.execute(
-                conn, self._lexical, self._vectors, query_vector, request, timer
-            )
+        with self._backend.read() as session:
+            conn = session.conn
+            result = recall.execute(session, query_vector, request, timer)
             if query_vector is not None and wanted is not Mode.TEXT:
-                result = self._note_missing_vectors(conn, result, request.condition)
+                result = self._note_missing_vectors(
+                    conn, result, compile_selection(request.selection)
+                )
             if explain:
                 result = _with_context_terms(conn, result, query)
         reordered = plugin_rerank(query, result.hits)

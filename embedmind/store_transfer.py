@@ -48,10 +48,10 @@ from embedmind.backend.sqlite import session_rows as sessions
 from embedmind.backend.sqlite.database import Database
 from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.checks import is_int, no_surrogates
-from embedmind.commit import CommitPath, Committed
 from embedmind.drafts import Prepared, confidence_value, prepare
 from embedmind.embedders.adapt import identity, normalized
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine.commit import CommitPath, Committed
 from embedmind.errors import ConflictError, EmbedderMismatchError, InvalidInputError
 from embedmind.ids import validate_id
 from embedmind.model import Draft, Tier

@@ -1,7 +1,7 @@
 """Write methods of :class:`embedmind.Store`: remember (single, detailed, many), forget, delete.
 
 Input is validated and embedded before any transaction; each batch is one
-transaction of the commit path (:mod:`embedmind.commit`), which evicts, saves
+transaction of the commit path (:mod:`embedmind.engine.commit`), which evicts, saves
 the indexes when due, counts, notifies listeners and derives fragments.
 """
 
@@ -23,9 +23,9 @@ from embedmind.backend.sqlite.hnsw import VectorIndex
 from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.backend.sqlite.selection_sql import compile_selection
 from embedmind.checks import is_int
-from embedmind.commit import CommitPath, Committed, changed, emit
 from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine.commit import CommitPath, Committed, changed, emit
 from embedmind.errors import InvalidInputError
 from embedmind.ids import validate_id
 from embedmind.model import (

@@ -154,6 +154,17 @@ class Channels(Protocol):
         """The top ``k`` admitted memories by the backend's lexical score (BM25), best first."""
         ...
 
+    def text_widened(
+        self, text: str, selection: Selection, k: int, base: int
+    ) -> tuple[Scored, Scored, dict[int, str]]:
+        """:meth:`text_top`, and what key-term sub-queries add to its first ``base``.
+
+        Returns ``(top k, widened (key, primary score) best first, {key: key term
+        whose sub-query brought it in})``; a backend without sub-queries returns
+        ``(text_top(...), [], {})``.
+        """
+        ...
+
     def vector_top(
         self,
         query: Vector,

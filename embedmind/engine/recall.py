@@ -1,6 +1,8 @@
-"""Recall: run the channels under one visibility condition, fuse, and build hits.
+"""Recall: run the channels under one selection, fuse, and build hits.
 
-Both channels see the same compiled :class:`Selection`, so a memory is a
+Recall works on a backend's read session only (:class:`~embedmind.backend.protocol.ReadSession`):
+it never sees SQL or a connection. Both channels see the same
+:class:`~embedmind.query.Selection`, so a memory is a
 candidate in one exactly when it may be in the other. Hybrid recall fuses the
 channels' first :data:`FUSION_DEPTH` candidates with RRF (constant
 :data:`FUSION_RRF_K`, a union) whatever ``k`` is, so ``recall(q, k=j)`` is
@@ -16,23 +18,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-import apsw
 import numpy as np
 import numpy.typing as npt
 
 from embedmind import latest_value
-from embedmind.backend.sqlite import graph_rows as graph
-from embedmind.backend.sqlite import records
-from embedmind.backend.sqlite import vector_search as search
-from embedmind.backend.sqlite.hnsw import VectorIndex
-from embedmind.backend.sqlite.lexical.channel import text_channel, widened_channel
-from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.backend.protocol import ReadSession
 from embedmind.checks import an_int, finite_number
 from embedmind.errors import InvalidInputError
 from embedmind.fusion import fusion_depths, prefix_stable, rrf, tied_ranks
 from embedmind.model import ChannelScore, Hit, Memory, Mode, Recall
+from embedmind.query.selection import Selection
 from embedmind.query_dates import Window
 from embedmind.rerank import rerank
 
@@ -61,7 +57,7 @@ class Request:
     query: str
     k: int
     mode: Mode
-    condition: tuple[str, list[Any]]
+    selection: Selection
     recency: bool = False
     rerank_alpha: float | None = None
     ef_search: int | None = None
@@ -119,17 +115,15 @@ class Ranked:
 
 
 def execute(
-    conn: apsw.Connection,
-    lexical: LexicalIndex,
-    vectors: VectorIndex | None,
+    session: ReadSession,
     query_vector: npt.NDArray[np.float32] | None,
     request: Request,
     timer: Timer,
 ) -> Recall:
-    """Run ``request`` inside a read transaction on ``conn``."""
+    """Run ``request`` in ``session`` (``query_vector`` is ``None`` for a store without vectors)."""
     k, mode = request.k, request.mode
     wants_vector = mode is not Mode.TEXT or request.rerank_alpha is not None
-    can_vector = vectors is not None and query_vector is not None
+    can_vector = query_vector is not None
     degraded: list[str] = []
     if wants_vector and not can_vector:
         degraded.append("vector channel unavailable: the store has no embedder; used text only")
@@ -146,66 +140,63 @@ def execute(
         # ranking is exact BM25 and every widened candidate scores below its pool.
         widening = request.widen and (mode is Mode.HYBRID or request.rerank_alpha is not None)
         if widening:
-            found, widened = widened_channel(
-                conn, lexical, request.query, request.condition, depth, depths[0]
+            found, widened, via = session.channels.text_widened(
+                request.query, request.selection, depth, depths[0]
             )
-            lexical_at, via = _widened_lists(found, widened.items), widened.via
+            lexical_at = _widened_lists(found, widened)
             ranked.append(Ranked(TEXT, lexical_at(depth)))
         else:
-            found = text_channel(conn, lexical, request.query, request.condition, depth)
+            found = session.channels.text_top(request.query, request.selection, depth)
             ranked.append(Ranked(TEXT, found))
         timer.lap(TEXT)
     if can_vector and (mode is not Mode.TEXT) and request.rerank_alpha is None:
-        assert vectors is not None  # can_vector
-        assert query_vector is not None
-        found = search.nearest(
-            conn, vectors, query_vector, request.condition, depth, request.ef_search
+        assert query_vector is not None  # can_vector
+        hits = session.channels.vector_top(
+            query_vector, request.selection, depth, ef=request.ef_search
         )
+        found = [(hit.key, hit.cosine) for hit in hits]
         ranked.append(Ranked(VECTOR, found))
         timer.lap(VECTOR)
-        if not found and vectors is not None and not len(vectors):
+        if not found and not session.channels.vector_count():
             fallback = "nothing to search" if mode is Mode.VECTOR else "used text only"
             degraded.append(f"no vectors stored yet: {fallback}")
     if request.rerank_alpha is not None and can_vector:
-        assert vectors is not None  # can_vector
-        assert query_vector is not None
+        assert query_vector is not None  # can_vector
         lexical_list = ranked[0].items
-        cosines = search.cosines_of(
-            conn, vectors.dims, query_vector, [key for key, _ in lexical_list]
-        )
+        cosines = session.channels.cosines(query_vector, [key for key, _ in lexical_list])
         alpha = request.rerank_alpha
         pool = lexical_at or (lambda d: lexical_list[:d])
         fused = prefix_stable(lambda d: rerank(pool(d), cosines, alpha, d), depths, wanted)
         ranked.append(Ranked(VECTOR, sorted(cosines.items(), key=lambda item: -item[1])))
     else:
-        fused = fuse(conn, ranked, mode, depths, request, wanted, lexical_at)
+        fused = fuse(session, ranked, mode, depths, request, wanted, lexical_at)
     timer.lap("fuse")
     if request.latest and latest_value.asks_current(request.query):
-        fused = _latest_first(conn, fused, ranked)
+        fused = _latest_first(session, fused, ranked)
         timer.lap(LATEST)
     fused = fused[:k]
     if request.expand_related:
-        fused += _one_hop(conn, [key for key, _ in fused], request.condition)
+        fused += _one_hop(session, [key for key, _ in fused], request.selection)
         timer.lap("expand")
-    result = build(conn, fused, ranked, mode, tuple(degraded), via)
+    result = build(session, fused, ranked, mode, tuple(degraded), via)
     timer.lap("load")
     return result
 
 
 def _one_hop(
-    conn: apsw.Connection, keys: list[int], condition: tuple[str, list[Any]]
+    session: ReadSession, keys: list[int], selection: Selection
 ) -> list[tuple[int, float]]:
-    """Neighbours of the hits that pass the same condition, score 0, not counted in k."""
+    """Neighbours of the hits that pass the same selection, score 0, not counted in k."""
     seen = set(keys)
     candidates: list[int] = []
     for key in keys:
-        for edge in graph.edges(conn, key):
+        for edge in session.graph.edges(key):
             if edge.other not in seen:
                 seen.add(edge.other)
                 candidates.append(edge.other)
     if not candidates:
         return []
-    admitted = records.keys_passing(conn, candidates, *condition)
+    admitted = session.records.admitted(candidates, selection)
     return [(key, 0.0) for key in candidates if key in admitted]
 
 
@@ -230,11 +221,11 @@ def _widened_lists(
 
 
 def _latest_first(
-    conn: apsw.Connection, fused: list[tuple[int, float]], ranked: list[Ranked]
+    session: ReadSession, fused: list[tuple[int, float]], ranked: list[Ranked]
 ) -> list[tuple[int, float]]:
     # Post-retrieval: the cluster of the ranking, newest first (latest_value).
     head = fused[: latest_value.SPAN]
-    memories = records.select_by_keys(conn, [key for key, _ in head])
+    memories = session.records.load([key for key, _ in head])
     created = {key: memory.created_at.timestamp() for key, memory in memories.items()}
     reordered, members = latest_value.newest_first(head, created)
     if members:
@@ -243,7 +234,7 @@ def _latest_first(
 
 
 def fuse(
-    conn: apsw.Connection,
+    session: ReadSession,
     ranked: list[Ranked],
     mode: Mode,
     depths: Sequence[int],
@@ -266,27 +257,27 @@ def fuse(
         cut = [items[:depth] for items in lists]
         if lexical_at is not None:
             cut[0] = lexical_at(depth)
-        extra = [_by_recency(conn, cut)] if request.recency else []
+        extra = [_by_recency(session, cut)] if request.recency else []
         fused = rrf([*cut, *extra], request.rrf_k)
         if request.windows:
-            return rrf([*cut, *extra, _dated(conn, fused, request.windows)], request.rrf_k)
+            return rrf([*cut, *extra, _dated(session, fused, request.windows)], request.rrf_k)
         return fused
 
     if request.recency:
-        ranked.append(Ranked(RECENCY, _by_recency(conn, lists)))
+        ranked.append(Ranked(RECENCY, _by_recency(session, lists)))
     if request.windows:
-        ranked.append(Ranked(DATES, _dated(conn, at(depths[-1]), request.windows)))
+        ranked.append(Ranked(DATES, _dated(session, at(depths[-1]), request.windows)))
     if mode is not Mode.HYBRID and len(ranked) == 1:
         return ranked[0].items[:wanted]
     return prefix_stable(at, depths, wanted)
 
 
 def _dated(
-    conn: apsw.Connection, fused: Sequence[tuple[int, float]], windows: Sequence[Window]
+    session: ReadSession, fused: Sequence[tuple[int, float]], windows: Sequence[Window]
 ) -> list[tuple[int, float]]:
     # The fused candidates created within a window the query names, in their
     # fused order: one more list that moves them up, never a new memory.
-    memories = records.select_by_keys(conn, [key for key, _ in fused])
+    memories = session.records.load([key for key, _ in fused])
     inside = [
         key
         for key, _ in fused
@@ -296,18 +287,18 @@ def _dated(
 
 
 def _by_recency(
-    conn: apsw.Connection, lists: Sequence[Sequence[tuple[int, float]]]
+    session: ReadSession, lists: Sequence[Sequence[tuple[int, float]]]
 ) -> list[tuple[int, float]]:
     # The union of what the content channels found, newest first: recency can
     # reorder these candidates but never introduce one.
     union = list(dict.fromkeys(key for items in lists for key, _ in items))
-    memories = records.select_by_keys(conn, union)
+    memories = session.records.load(union)
     stamps = {key: memories[key].created_at.timestamp() for key in union if key in memories}
     return sorted(stamps.items(), key=lambda item: (-item[1], item[0]))
 
 
 def build(
-    conn: apsw.Connection,
+    session: ReadSession,
     fused: list[tuple[int, float]],
     ranked: Sequence[Ranked],
     mode: Mode,
@@ -318,7 +309,7 @@ def build(
 
     ``via`` names, per widened key, the key term whose sub-query brought it in.
     """
-    memories: dict[int, Memory] = records.select_by_keys(conn, [key for key, _ in fused])
+    memories: dict[int, Memory] = session.records.load([key for key, _ in fused])
     raw_scores = [dict(r.items) for r in ranked]
     positions = {
         r.channel: {key: (rank, raw[key]) for key, rank in tied_ranks(r.items)}
