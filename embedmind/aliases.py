@@ -177,3 +177,38 @@ def reindex(
             if not keys:
                 return done
             bar.update(len(keys))
+
+
+LINE_FIELDS = frozenset({"type", "key", "target"})
+"""The fields of an ``alias`` line of an export."""
+
+
+def line(given: str, target: str) -> dict[str, str]:
+    """The export line of one alias."""
+    return {"type": "alias", "key": given, "target": target}
+
+
+def from_line(item: Mapping[str, Any], seen: dict[str, str]) -> tuple[str, str]:
+    """Validate one ``alias`` line of an import against the aliases ``seen`` before it.
+
+    ``seen`` maps normalised keys to the key as given on an earlier line; it
+    gains this line's key.
+
+    Raises:
+        InvalidInputError: When a field is unknown or missing, the key or
+            target is invalid, or an earlier line has the same key.
+    """
+    for name in item:
+        if name not in LINE_FIELDS:
+            raise InvalidInputError(str(name)[:64], "not a field of an alias line")
+    for name in ("key", "target"):
+        if name not in item:
+            raise InvalidInputError(name, "missing")
+    key, target = item["key"], item["target"]
+    (norm, _, _), *_ = validate({key: target})
+    if norm in seen:
+        raise InvalidInputError("key", f"{key!r} is the same key as {seen[norm]!r} before it")
+    if len(seen) >= MAX_ALIASES:
+        raise InvalidInputError("key", f"more than {MAX_ALIASES} aliases")
+    seen[norm] = key
+    return key, target
