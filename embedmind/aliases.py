@@ -112,9 +112,17 @@ def validate_keys(keys: object) -> list[str]:
     return out
 
 
+def stored(conn: Any) -> dict[str, Entry]:
+    """The table's rows by normalised key."""
+    return {
+        normalised(given): (normalised(given), given, target) for given, target in rows.rows(conn)
+    }
+
+
 def current(conn: Any) -> dict[str, str]:
     """The table as ``{key as given: target}``, in normalised-key order."""
-    return {given: target for _, given, target in rows.rows(conn)}
+    table = stored(conn)
+    return {table[norm][1]: table[norm][2] for norm in sorted(table)}
 
 
 def set_aliases(
@@ -123,30 +131,32 @@ def set_aliases(
     """Write validated entries (all of the table with ``replace``) and mark what they change."""
     with commit.write() as tx:
         conn = tx.conn
-        old = {norm: (given, target) for norm, given, target in rows.rows(conn)}
-        new = {norm: (given, target) for norm, given, target in entries}
+        old = stored(conn)
+        new = {entry[0]: entry for entry in entries}
         if not replace and len(old.keys() | new.keys()) > MAX_ALIASES:
             raise InvalidInputError("aliases", f"the table would hold more than {MAX_ALIASES}")
         dropped = sorted(old.keys() - new.keys()) if replace else []
         changed = [
             norm
-            for norm, (_, target) in new.items()
-            if norm not in old or analyze(old[norm][1]) != analyze(target)
+            for norm, (_, _, target) in new.items()
+            if norm not in old or analyze(old[norm][2]) != analyze(target)
         ]
-        if dropped:
-            rows.delete(conn, dropped)
+        # A new spelling of a stored key ("nyc" for "NYC") replaces its row.
+        respelt = [old[n][1] for n in new if n in old and old[n][1] != new[n][1]]
+        if dropped or respelt:
+            rows.delete(conn, [*(old[n][1] for n in dropped), *respelt])
         if entries:
-            rows.put(conn, entries)
+            rows.put(conn, [(given, target) for _, given, target in entries])
         _mark(conn, lexical, [*dropped, *changed])
 
 
 def remove_aliases(commit: CommitPath, lexical: LexicalIndex, keys: list[str]) -> int:
     """Delete aliases by normalised key; mark what they changed; return how many existed."""
     with commit.write() as tx:
-        existing = {norm for norm, _, _ in rows.rows(tx.conn)}
-        gone = sorted(existing & set(keys))
+        existing = stored(tx.conn)
+        gone = sorted(existing.keys() & set(keys))
         if gone:
-            rows.delete(tx.conn, gone)
+            rows.delete(tx.conn, [existing[norm][1] for norm in gone])
             _mark(tx.conn, lexical, gone)
     return len(gone)
 
