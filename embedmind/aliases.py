@@ -112,9 +112,17 @@ def validate_keys(keys: object) -> list[str]:
     return out
 
 
+def stored(conn: Any) -> dict[str, Entry]:
+    """The table's rows by normalised key."""
+    return {
+        normalised(given): (normalised(given), given, target) for given, target in rows.rows(conn)
+    }
+
+
 def current(conn: Any) -> dict[str, str]:
     """The table as ``{key as given: target}``, in normalised-key order."""
-    return {given: target for _, given, target in rows.rows(conn)}
+    table = stored(conn)
+    return {table[norm][1]: table[norm][2] for norm in sorted(table)}
 
 
 def set_aliases(
@@ -123,30 +131,32 @@ def set_aliases(
     """Write validated entries (all of the table with ``replace``) and mark what they change."""
     with commit.write() as tx:
         conn = tx.conn
-        old = {norm: (given, target) for norm, given, target in rows.rows(conn)}
-        new = {norm: (given, target) for norm, given, target in entries}
+        old = stored(conn)
+        new = {entry[0]: entry for entry in entries}
         if not replace and len(old.keys() | new.keys()) > MAX_ALIASES:
             raise InvalidInputError("aliases", f"the table would hold more than {MAX_ALIASES}")
         dropped = sorted(old.keys() - new.keys()) if replace else []
         changed = [
             norm
-            for norm, (_, target) in new.items()
-            if norm not in old or analyze(old[norm][1]) != analyze(target)
+            for norm, (_, _, target) in new.items()
+            if norm not in old or analyze(old[norm][2]) != analyze(target)
         ]
-        if dropped:
-            rows.delete(conn, dropped)
+        # A new spelling of a stored key ("nyc" for "NYC") replaces its row.
+        respelt = [old[n][1] for n in new if n in old and old[n][1] != new[n][1]]
+        if dropped or respelt:
+            rows.delete(conn, [*(old[n][1] for n in dropped), *respelt])
         if entries:
-            rows.put(conn, entries)
+            rows.put(conn, [(given, target) for _, given, target in entries])
         _mark(conn, lexical, [*dropped, *changed])
 
 
 def remove_aliases(commit: CommitPath, lexical: LexicalIndex, keys: list[str]) -> int:
     """Delete aliases by normalised key; mark what they changed; return how many existed."""
     with commit.write() as tx:
-        existing = {norm for norm, _, _ in rows.rows(tx.conn)}
-        gone = sorted(existing & set(keys))
+        existing = stored(tx.conn)
+        gone = sorted(existing.keys() & set(keys))
         if gone:
-            rows.delete(tx.conn, gone)
+            rows.delete(tx.conn, [existing[norm][1] for norm in gone])
             _mark(tx.conn, lexical, gone)
     return len(gone)
 
@@ -177,3 +187,38 @@ def reindex(
             if not keys:
                 return done
             bar.update(len(keys))
+
+
+LINE_FIELDS = frozenset({"type", "key", "target"})
+"""The fields of an ``alias`` line of an export."""
+
+
+def line(given: str, target: str) -> dict[str, str]:
+    """The export line of one alias."""
+    return {"type": "alias", "key": given, "target": target}
+
+
+def from_line(item: Mapping[str, Any], seen: dict[str, str]) -> tuple[str, str]:
+    """Validate one ``alias`` line of an import against the aliases ``seen`` before it.
+
+    ``seen`` maps normalised keys to the key as given on an earlier line; it
+    gains this line's key.
+
+    Raises:
+        InvalidInputError: When a field is unknown or missing, the key or
+            target is invalid, or an earlier line has the same key.
+    """
+    for name in item:
+        if name not in LINE_FIELDS:
+            raise InvalidInputError(str(name)[:64], "not a field of an alias line")
+    for name in ("key", "target"):
+        if name not in item:
+            raise InvalidInputError(name, "missing")
+    key, target = item["key"], item["target"]
+    (norm, _, _), *_ = validate({key: target})
+    if norm in seen:
+        raise InvalidInputError("key", f"{key!r} is the same key as {seen[norm]!r} before it")
+    if len(seen) >= MAX_ALIASES:
+        raise InvalidInputError("key", f"more than {MAX_ALIASES} aliases")
+    seen[norm] = key
+    return key, target

@@ -40,6 +40,7 @@ from typing import IO, Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from embedmind import aliases as alias_table
 from embedmind import timestamps
 from embedmind.backend.sqlite import graph_rows as graph
 from embedmind.backend.sqlite import lifecycle_rows as lifecycle
@@ -112,7 +113,7 @@ class TransferMethods:
         include_vectors: bool = False,
         show_progress: bool = False,
     ) -> int:
-        """Write every live memory and link as JSON Lines: one consistent snapshot.
+        """Write every live memory and link, and the alias table, as JSON Lines: one snapshot.
 
         Everything is read inside one read transaction, so the file is the
         store at one instant even while other threads or processes write (in
@@ -152,6 +153,8 @@ class TransferMethods:
                 "session_context": sessions.enabled(conn),
             }  # fmt: skip
             out.write(_line(header))
+            for given, target in alias_table.current(conn).items():  # before the memories
+                out.write(_line(alias_table.line(given, target)))
             written, after = 0, 0
             while True:
                 page = records.export_page(conn, after, _PAGE)
@@ -196,6 +199,9 @@ class TransferMethods:
         adds relations once their targets are in. A failure of the second
         pass (a full disk, the embedder) keeps the batches before it; the
         import is idempotent, so running it again completes it.
+        The file's aliases (``alias`` lines, which an export writes before its
+        memories) are merged into the store's table, the file's target winning
+        for a key in both, before the memories after them are written.
 
         A stream that cannot seek is copied to a private temporary file during
         the first pass. A stream that can seek is read from where it is.
@@ -233,10 +239,15 @@ class TransferMethods:
         dims, _ = self._read_header(lines, reembed)
         seen: dict[str, int] = {}
         pending: list[tuple[int, Prepared]] = []
+        keys: dict[str, str] = {}
         for number, item in _objects(lines):
             if item.get("type") == "link":
                 with _at(number):
                     _link(item)
+                continue
+            if item.get("type") == "alias":
+                with _at(number):
+                    alias_table.from_line(item, keys)
                 continue
             record = _record(number, item, dims)
             first = seen.setdefault(record.prepared.id, number)
@@ -276,17 +287,27 @@ class TransferMethods:
         batch: list[_Record] = []
         later: list[Relation] = []
         links: list[Link] = []
+        aliases: dict[str, str] = {}
+        keys: dict[str, str] = {}
         for number, item in _objects(lines):
             if item.get("type") == "link":
                 with _at(number):
                     links.append(_link(item))
                 continue
+            if item.get("type") == "alias":
+                with _at(number):
+                    key, target = alias_table.from_line(item, keys)
+                aliases[key] = target
+                continue
+            if aliases:  # an export lists them first: its memories are indexed with them
+                self._adopt_aliases(aliases)
             batch.append(_record(number, item, dims))
             bar.update(1)
             if len(batch) == _PAGE:
                 later += self._write_batch(batch, dims is not None)
                 batch = []
         later += self._write_batch(batch, dims is not None)
+        self._adopt_aliases(aliases)
         if not later and not links:
             return
         with self._commit.write() as tx:  # relations and links change no memory's row
@@ -304,6 +325,14 @@ class TransferMethods:
         with self._commit.write() as tx:  # the postings change, no memory: nothing to record
             if self._lexical.statistics(tx.conn)[0] == 0 and sessions.enabled(tx.conn) != on:
                 self._lexical.rebuild(tx.conn, records.next_write_seq(tx.conn), session_context=on)
+
+    def _adopt_aliases(self, aliases: dict[str, str]) -> None:
+        """Merge the file's aliases into the table (the file's target wins); empty ``aliases``."""
+        if aliases:
+            entries = alias_table.validate(aliases)
+            alias_table.set_aliases(self._commit, self._lexical, entries, replace=False)
+            alias_table.reindex(self._commit, self._lexical, self._db)
+            aliases.clear()
 
     def _read_header(self, lines: Lines, reembed: bool) -> tuple[int | None, bool | None]:
         """Read the header: the reused vectors' length, and the session context it names.
@@ -413,12 +442,13 @@ def _parse(number: int, text: str) -> dict[str, Any]:
 
 
 def _objects(lines: Lines) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The lines after the header, parsed; each is a memory or a link."""
+    """The lines after the header, parsed; each is a memory, a link or an alias."""
     for number, text in lines:
         item = _parse(number, text)
-        if item.get("type") not in ("memory", "link"):
+        if item.get("type") not in ("memory", "link", "alias"):
             raise InvalidInputError(
-                f"line {number}: type", f"expected 'memory' or 'link', got {item.get('type')!r}"
+                f"line {number}: type",
+                f"expected 'memory', 'link' or 'alias', got {item.get('type')!r}",
             )
         yield number, item
 

@@ -18,7 +18,9 @@ Semantics (``docs/how-to/aliases.md`` is the user's page):
   Own terms weigh :data:`WEIGHT_OWN` and alias terms 1, so an expansion
   counts half as much as a word the memory says; a memory without any
   expansion is indexed exactly as without aliases (its terms count once).
-  :mod:`embedmind.backend.sqlite.lexical.context` composes this with session context.
+  :mod:`embedmind.backend.sqlite.lexical.context` composes this with session context: a
+  memory with neighbours is ``2 × own + alias + previous's own + next's own``
+  (neighbours lend their words, not their expansions).
 - **Query side.** The query's terms keep their weight; the target terms of
   the keys it contains that it does not already hold are added at
   :data:`QUERY_WEIGHT` (their idf scaled), so "NYC" finds a memory that only
@@ -114,8 +116,13 @@ class Fields:
         return counts
 
     def context(self) -> Counter[str]:
-        """What this document lends a dialog neighbour's postings: own and alias terms once."""
-        return self.own + self.alias if self.alias else self.own
+        """What this document lends a dialog neighbour's postings: its own terms only.
+
+        Not its alias field: a neighbour's expansions would weigh as much in
+        the neighbour as in the memory that says the key, and a short turn
+        beside it would outrank it on its own alias.
+        """
+        return self.own
 
 
 def fields(text: str, table: Table) -> Fields:

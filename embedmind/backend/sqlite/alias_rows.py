@@ -2,10 +2,11 @@
 
 Tables:
 
-- ``aliases(key, given, target)`` — one row per alias. ``key`` is the
-  analysed form of the key (its index terms joined by spaces), so two
-  spellings that analyse alike ("NYC", "nyc") are one alias; ``given`` and
-  ``target`` are the strings as the caller wrote them.
+- ``aliases(key, target)`` — one row per alias, both strings as the caller
+  wrote them. Two spellings that analyse alike ("NYC", "nyc") are one alias:
+  :mod:`embedmind.aliases` replaces the row of the old spelling. The
+  analysed form is not stored, so it always follows the running analyzer
+  (and no term derived from a key sits in this table).
 - ``alias_pending(key)`` — memory keys whose postings were built with an
   earlier table and are still to be re-indexed. A table change and the
   pending rows it creates commit together; each re-index batch deletes its
@@ -38,12 +39,9 @@ def version(conn: apsw.Connection) -> str:
     return "" if row is None else str(row[0])
 
 
-def rows(conn: apsw.Connection) -> list[tuple[str, str, str]]:
-    """Every alias as ``(normalised key, given key, target)``, by normalised key."""
-    return [
-        (str(k), str(g), str(t))
-        for k, g, t in conn.execute("SELECT key, given, target FROM aliases ORDER BY key")
-    ]
+def rows(conn: apsw.Connection) -> list[tuple[str, str]]:
+    """Every alias as ``(key, target)``, as given."""
+    return [(str(k), str(t)) for k, t in conn.execute("SELECT key, target FROM aliases")]
 
 
 def count(conn: apsw.Connection) -> int:
@@ -51,16 +49,14 @@ def count(conn: apsw.Connection) -> int:
     return int(fetch_one(conn, "SELECT count(*) FROM aliases")[0])
 
 
-def put(conn: apsw.Connection, entries: Sequence[tuple[str, str, str]]) -> None:
-    """Insert or replace ``(normalised key, given, target)`` rows and bump the version."""
-    conn.executemany(
-        "INSERT OR REPLACE INTO aliases (key, given, target) VALUES (?, ?, ?)", entries
-    )
+def put(conn: apsw.Connection, entries: Sequence[tuple[str, str]]) -> None:
+    """Insert or replace ``(key, target)`` rows and bump the version."""
+    conn.executemany("INSERT OR REPLACE INTO aliases (key, target) VALUES (?, ?)", entries)
     _bump(conn)
 
 
 def delete(conn: apsw.Connection, keys: Iterable[str]) -> None:
-    """Delete the aliases of these normalised keys and bump the version."""
+    """Delete the aliases of these keys (as stored) and bump the version."""
     conn.execute(
         "DELETE FROM aliases WHERE key IN (SELECT value FROM json_each(?))",
         (json.dumps(list(keys), ensure_ascii=False),),

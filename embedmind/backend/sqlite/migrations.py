@@ -205,18 +205,14 @@ def m0006_aliases(conn: apsw.Connection) -> None:
     """The store's alias table and the memories waiting to be re-indexed after it changed.
 
     An alias maps a key ("NYC") to a target ("new york"); both the postings
-    and the query expand it (``embedmind.lexical.aliases``). ``key`` is the
-    analysed key; ``alias_pending`` lists the memories whose postings still
-    follow an earlier table (``embedmind.backend.sqlite.alias_rows``). An older store
-    gains an empty table, so its postings are unchanged.
+    and the query expand it (``embedmind.lexical.aliases``). Both are kept as
+    given; ``alias_pending`` lists the memories whose postings still follow
+    an earlier table (``embedmind.backend.sqlite.alias_rows``). An older store gains an
+    empty table, so its postings are unchanged.
     """
     conn.execute(
         """
-        CREATE TABLE aliases (
-            key TEXT PRIMARY KEY,
-            given TEXT NOT NULL,
-            target TEXT NOT NULL
-        ) STRICT;
+        CREATE TABLE aliases (key TEXT PRIMARY KEY, target TEXT NOT NULL) STRICT;
         CREATE TABLE alias_pending (key INTEGER PRIMARY KEY) STRICT;
         """
     )

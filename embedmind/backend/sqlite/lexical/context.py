@@ -6,10 +6,11 @@ switch is on, a memory with a ``session_id`` is indexed as
 ``WEIGHT_OWN × its terms + WEIGHT_NEIGHBOUR × (previous turn's + next turn's)``
 — the issue's "previous + 2 × own + next", which measured best on the LoCoMo
 development split (``docs/benchmarks.md``). With an alias table
-(:mod:`embedmind.lexical.aliases`) a memory's alias field joins at weight 1,
-and a neighbour lends its own and alias terms alike, at weight 1. Its content, vectors and snippets
-stay its own; only the postings change. Memories without a session, and a
-memory alone in its session, are indexed as before.
+(:mod:`embedmind.lexical.aliases`) a memory's alias field joins at weight 1;
+a neighbour lends only its own terms (its expansions stay its own). Its
+content, vectors and snippets stay its own; only the postings change.
+Memories without a session, and a memory alone in its session, are indexed
+as before.
 
 The neighbours are the indexed memories of the same ``(namespace,
 session_id)`` just before and after it, by ``created_at`` then key. Each
@@ -51,7 +52,7 @@ StoredLinks = Callable[[int], Links]
 
 
 def combined(own: dict[int, Fields], key: int, links: Links) -> Counter[str]:
-    """``WEIGHT_OWN × own(key) + alias(key) + WEIGHT_NEIGHBOUR × (own + alias)(each neighbour)``.
+    """``WEIGHT_OWN × own(key) + alias(key) + WEIGHT_NEIGHBOUR × own(each neighbour)``.
 
     A memory alone in its session has no context: it is indexed as without a
     session (:meth:`Fields.alone`: its own terms once when it has no alias

@@ -71,7 +71,7 @@ class LexicalIndex:
             cached_version, table = self._table
         if cached_version == version:
             return table
-        table = Table.compile((given, target) for _, given, target in alias_rows.rows(conn))
+        table = Table.compile(alias_rows.rows(conn))
         with self._lock:
             self._table = (version, table)
         return table
