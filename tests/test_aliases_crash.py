@@ -17,7 +17,7 @@ import pytest
 from test_session_context import rebuilt
 
 import embedmind
-from embedmind.storage import aliases as alias_rows
+from embedmind.backend.sqlite import alias_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
