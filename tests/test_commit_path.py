@@ -25,6 +25,7 @@ import pytest
 
 import embedmind
 from embedmind import plugins, store_writes
+from embedmind.backend.sqlite import alias_rows, records
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.events import (
     MemoryDeleted,
@@ -45,7 +46,7 @@ CAP = EvictionPolicy(max_records=2, namespaces="capped", tiers=["working"])
 FRAGMENTS = FragmentPolicy(chunker="words", window=4)
 
 READERS = {
-    "entities_of", "entity_members", "export_jsonl", "find_by_fingerprint", "get", "get_many",
+    "aliases", "entities_of", "entity_members", "export_jsonl", "find_by_fingerprint", "get", "get_many",
     "iter", "lineage", "links", "namespaces", "neighbors", "recall", "related", "stats",
     "vectors",
 }  # fmt: skip
@@ -136,6 +137,13 @@ def _import(w: World) -> str:  # what `embedmind import` calls
     return "imp"
 
 
+def _pending_reindex(w: World) -> bool:
+    """Leave "doc" marked for an alias re-index, as a killed alias change does (internals)."""
+    with w.store._db.write() as conn:
+        alias_rows.add_pending(conn, [records.find(conn, "doc").key])  # type: ignore[union-attr]
+    return True
+
+
 def _redact(w: World) -> str:
     return w.store.redact("doc", "[redacted] placeholder text").id
 
@@ -217,6 +225,10 @@ CASES = [
     Case("link_namespaces", lambda w: w.store.link_namespaces("free", "capped") and None),
     Case("unlink", lambda w: w.store.unlink("free", "shared") and None),
     Case("vacuum", lambda w: w.store.vacuum() and None),
+    # Alias changes re-index postings (no memory row changes): they commit here, record nothing.
+    Case("set_aliases", lambda w: w.store.set_aliases({"content": "substance"}) and None),
+    Case("remove_aliases", lambda w: w.store.remove_aliases(["nyc"]) and None),
+    Case("reindex_aliases", lambda w: _pending_reindex(w) and w.store.reindex_aliases() and None),
 ]  # fmt: skip
 MUTATORS = {case.method for case in CASES}
 
@@ -283,6 +295,7 @@ def _fill(store: embedmind.Store) -> None:
     store.remember("tombstone to be", id="tomb", namespace="free")
     store.forget("tomb")
     store.link_namespaces("free", "shared")
+    store.set_aliases({"nyc": "new york"})  # no memory holds "nyc": nothing to re-index
     # Put explicitly, so the fragment log has unsaved entries even without embed-on-write.
     store.fragments.put("other", [((0, 5), "other")])
 
@@ -331,6 +344,7 @@ def test_tombstones_a_rename_carries_along_are_not_reported_again(world: World) 
 
 
 READS: dict[str, Callable[[embedmind.Store], object]] = {
+    "aliases": lambda s: s.aliases(),
     "entities_of": lambda s: s.entities_of("doc"),
     "entity_members": lambda s: s.entity_members("x"),
     "export_jsonl": lambda s: s.export_jsonl(io.StringIO()),

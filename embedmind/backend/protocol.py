@@ -252,6 +252,10 @@ class Lifecycle(Protocol):
         """``(key, id, tier)`` of memories whose TTL has passed, oldest expiry first."""
         ...
 
+    def still_expired(self, key: int, now: int) -> bool:
+        """Whether ``key`` still expires at or before ``now`` (its TTL was not slid meanwhile)."""
+        ...
+
     def namespace_activity(self) -> list[tuple[str, int, int]]:
         """``(namespace, live count, newest updated_at)`` of namespaces with live memories."""
         ...
