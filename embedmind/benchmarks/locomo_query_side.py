@@ -36,15 +36,9 @@ from typing import Any
 import numpy as np
 
 from embedmind import latest_value
-from embedmind.benchmarks.locomo_data import (
-    CATEGORIES,
-    Question,
-    data_path,
-    hit_at_k,
-    load,
-    recall_at_k,
-)
+from embedmind.benchmarks.locomo_data import CATEGORIES, Question, data_path, load
 from embedmind.benchmarks.locomo_tuning import ingest
+from embedmind.benchmarks.metrics import hit_at_k, recall_at_k
 from embedmind.lexical import widening
 from embedmind.store import Store
 
