@@ -12,9 +12,9 @@ Inside the transaction, before COMMIT (they roll back with it):
    remember_many, remember_detailed, a supersede, import_jsonl) and ``placed``
    (move, rename_namespace, retier). The evicted ids are recorded as a
    ``Committed("evict", deleted=...)`` and follow the steps below.
-2. **The index saves when due**: the vector index once ``save_after()``
-   changes are unsaved, the fragment index by its own ``save_if_due`` — for
-   every commit, since a delete or a move changes the logs as a write does.
+2. **The index saves when due**: the backend's vector and fragment caches
+   once ``save_after()`` changes are unsaved (``WriteSession.save_caches``) —
+   for every commit, since a delete or a move changes the logs as a write does.
 
 After COMMIT (never on rollback):
 
@@ -55,6 +55,7 @@ from typing import Any
 from embedmind.backend.protocol import Backend, Records, WriteSession
 from embedmind.chunking import Chunker
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine.fragments import fragment_on_write
 from embedmind.events import (
     MemoryDeleted,
     MemoryForgotten,
@@ -62,12 +63,22 @@ from embedmind.events import (
     MemoryUpdated,
     MemoryWritten,
 )
-from embedmind.fragment_writer import FragmentIndex, fragment_on_write
 from embedmind.model import Memory
 from embedmind.plugins import notify_committed
 from embedmind.policies import EvictionPolicy, FragmentPolicy
 
 logger = logging.getLogger(__name__)
+
+SAVE_INDEX_AFTER = 20_000
+"""Unsaved vector (or fragment) changes at which a commit also saves the index file (else at close).
+
+Read at each commit (:func:`save_index_after`): tests and the power-loss
+recorder lower it to exercise saves."""
+
+
+def save_index_after() -> int:
+    """The current :data:`SAVE_INDEX_AFTER`."""
+    return SAVE_INDEX_AFTER
 
 
 @dataclass(frozen=True)
@@ -135,8 +146,6 @@ class Parts:
 
     Attributes:
         backend: The store's backend.
-        db: The store's database (fragment derivation still reads through it).
-        fragments: Its fragment index.
         embedder: Its embedder (``None``: text only, no fragments).
         metrics: The metrics observer (any object; missing methods are skipped).
         eviction: The cap-cull policy, if any.
@@ -148,8 +157,6 @@ class Parts:
     """
 
     backend: Backend
-    db: Any
-    fragments: FragmentIndex
     embedder: Embedder | None
     metrics: Any
     eviction: EvictionPolicy | None
@@ -222,7 +229,9 @@ class CommitPath:
             return
         for memory in written:
             if policy.applies(memory):
-                fragment_on_write(parts.db, parts.fragments, embedder, chunker, policy, memory)
+                fragment_on_write(
+                    parts.backend, parts.save_after, embedder, chunker, policy, memory
+                )
 
 
 def events_of(committed: Committed) -> list[object]:
