@@ -251,7 +251,7 @@ def test_widen_and_latest_keep_a_smaller_k_a_prefix(case: dict[str, object]) -> 
             [
                 # A distinct length per memory, so no two scores tie exactly:
                 # a channel cut at depth 20 may pick other members of a tie
-                # than the first 20 of its cut at 40 (a limitation of the
+                # than the first 20 of its cut at 40 (a limitation of both
                 # channels under exact ties, with or without these options).
                 embedmind.Draft(" ".join([t, *["pad"] * i]), metadata={"group": "ab"[i % 3 == 0]},
                                 created_at=T0 + dt.timedelta(days=i % 5))
@@ -262,7 +262,10 @@ def test_widen_and_latest_keep_a_smaller_k_a_prefix(case: dict[str, object]) -> 
                    "rerank_alpha": case["alpha"]}  # fmt: skip
         ks = case["ks"]
         assert isinstance(ks, list)
-        answers = [store.recall(str(case["query"]), k=k, **options) for k in [1, *ks]]  # type: ignore[arg-type]
+        # "pad" in the query: every memory scores above 0 in both channels, so
+        # the vector list has no block of exact zero-cosine ties either.
+        query = f"{case['query']} pad"
+        answers = [store.recall(query, k=k, **options) for k in [1, *ks]]  # type: ignore[arg-type]
     longest = answers[-1]
     for answer in answers:
         assert answer.ids == longest.ids[: len(answer.ids)]
