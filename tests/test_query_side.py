@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import embedmind
 from embedmind import latest_value
+from embedmind.cli.render import recall_lines
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.lexical.maxscore import TermList
 from embedmind.lexical.widening import key_terms
@@ -173,6 +174,8 @@ def test_widening_brings_in_the_turn_with_the_key_term(entity: embedmind.Store) 
     assert plain_answer is None or "text" not in plain_answer.channels
     # Nothing the primary query found is marked as widened.
     assert all(not h.channels["text"].via_widening for h in widened if h is not answer)
+    lines = list(recall_lines(widened, explain=True))
+    assert sum("via widening: zanzibar" in line for line in lines) == 1
 
 
 @given(
