@@ -136,3 +136,17 @@ def test_demo_answers_are_the_same_at_k_1_and_k_10(default_model: embedmind.Stor
             assert default_model.recall(question, k=k, namespace=scope).ids == ten[:k], question
     allergy = default_model.recall("Is Maya allergic to anything?", k=1, namespace=scope)
     assert "bee stings" in allergy[0].content
+
+
+@pytest.mark.parametrize("mode", ["text", "vector", "hybrid"])
+def test_tied_scores_keep_the_prefix(mode: str) -> None:
+    # Identical memories tie exactly in every channel; which of them a shallow
+    # cut keeps must be the ones a deeper cut ranks first (ties go by key).
+    texts = ["bob job tea"] * 70 + ["bob dog", "job fair", "tea time"] * 3
+    with embedmind.Store.open(":memory:", embedder=HashingEmbedder(dims=16)) as store:
+        store.remember_many(texts)
+        ks = [1, 2, 7, FUSION_DEPTH, FUSION_DEPTH + 1, 2 * FUSION_DEPTH + 5, 3 * FUSION_DEPTH]
+        answers = [store.recall("bob job tea", k=k, mode=mode) for k in ks]
+    longest = answers[-1].ids
+    for k, answer in zip(ks, answers, strict=True):
+        assert answer.ids == longest[:k], k

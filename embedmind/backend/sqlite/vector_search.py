@@ -102,8 +102,9 @@ def nearest_capped(
         wanted = k if admitted == 1.0 else 2 * k
         pairs = zip(vec_keys.tolist(), sims.tolist(), strict=True)
         candidates = [(v, owners[v], s) for v, s in pairs if v in owners]
-        # Stable: equal cosines keep the graph's order, as a plain top-k search would.
-        ordered = sorted(candidates, key=lambda h: -h[2])
+        # Equal cosines by key, not by the graph's order: a deeper search may
+        # meet tied vectors in another order, and the first ones must not change.
+        ordered = sorted(candidates, key=lambda h: (-h[2], h[0]))
         chosen = select(ordered, wanted, cap)
         if len(chosen) >= wanted and not rescore:
             return chosen[:k]

@@ -381,11 +381,7 @@ def best_first(scored: Scored, first: int) -> Iterator[npt.NDArray[np.int64]]:
     remaining = np.arange(len(scored))
     size = max(first, 1)
     while remaining.size:
-        if remaining.size <= size:
-            chosen = remaining
-        else:
-            part = np.argpartition(-scored.scores[remaining], size - 1)[:size]
-            chosen = remaining[part]
+        chosen = remaining if remaining.size <= size else _first(scored, remaining, size)
         order = np.lexsort((scored.keys[chosen], -scored.scores[chosen]))
         yield chosen[order]
         if chosen.size == remaining.size:
@@ -394,6 +390,21 @@ def best_first(scored: Scored, first: int) -> Iterator[npt.NDArray[np.int64]]:
         keep[chosen] = False
         remaining = remaining[keep[remaining]]
         size *= 4
+
+
+def _first(scored: Scored, among: npt.NDArray[np.int64], size: int) -> npt.NDArray[np.int64]:
+    """The ``size`` positions of ``among`` first by (score descending, key ascending).
+
+    ``argpartition`` alone picks arbitrarily among the scores tied at the cut,
+    so the first chunk (whose size follows ``k``) could hold other tied
+    memories than a deeper ask's: the ties at the cut are taken by key.
+    """
+    scores = scored.scores[among]
+    cut = scores[np.argpartition(-scores, size - 1)[size - 1]]
+    above = among[scores > cut]
+    tied = among[scores == cut]
+    tied = tied[np.argsort(scored.keys[tied], kind="stable")[: size - len(above)]]
+    return np.concatenate([above, tied])
 
 
 @dataclass(frozen=True)
