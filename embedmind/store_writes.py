@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from embedmind import drafts, writes
+from embedmind import batch_drafts, drafts, writes
 from embedmind.backend.sqlite import records, vector_rows
 from embedmind.backend.sqlite import vector_search as search
 from embedmind.backend.sqlite.database import Database
@@ -269,13 +269,7 @@ class WriteMethods:
         if isinstance(drafts_, str | bytes) or not isinstance(drafts_, Iterable):
             raise InvalidInputError("drafts", "expected an iterable of drafts")
         at = resolve_now(now)
-        prepared, given = [], []
-        for i, item in enumerate(drafts_):
-            if i >= MAX_DRAFTS:
-                raise InvalidInputError("drafts", f"more than {MAX_DRAFTS} in one call")
-            draft = drafts.coerce_draft(item, i)
-            prepared.append(drafts.prepare(draft, at))
-            given.append(_given_vector(draft.vector, self._embedder, i))
+        prepared, given = self._prepare_all(drafts_, at)
         stored: list[Memory] = []
         bar = tqdm(total=len(prepared), disable=not show_progress, unit="memory")
         with bar:
@@ -284,6 +278,44 @@ class WriteMethods:
                 stored += self._commit_batch(batch, embedded)
                 bar.update(len(batch))
         return stored
+
+    def _prepare_all(
+        self, items: Iterable[Draft | str | dict[str, Any]], at: int
+    ) -> tuple[list[drafts.Prepared], list[object | None]]:
+        """Validate every draft, the given vectors as one matrix (:mod:`embedmind.batch_drafts`).
+
+        The first invalid item raises, as if each were checked in turn: a
+        draft's own fields before the vectors of the drafts after it.
+        """
+        prepared: list[drafts.Prepared] = []
+        raw: list[object] = []  # the given vectors, checked together below
+        where: list[int] = []
+        try:
+            for i, item in enumerate(items):
+                if i >= MAX_DRAFTS:
+                    raise InvalidInputError("drafts", f"more than {MAX_DRAFTS} in one call")
+                draft = drafts.coerce_draft(item, i)
+                prepared.append(drafts.prepare(draft, at))
+                if draft.vector is not None:
+                    if self._embedder is None:
+                        raise InvalidInputError(f"drafts[{i}].vector", "the store has no embedder")
+                    raw.append(draft.vector)
+                    where.append(i)
+        except Exception:
+            # An earlier draft's bad vector is the first error, as one by one.
+            self._check_given(raw, where)
+            raise
+        given: list[object | None] = [None] * len(prepared)
+        for i, row in zip(where, self._check_given(raw, where), strict=True):
+            given[i] = row
+        return prepared, given
+
+    def _check_given(self, raw: list[object], where: list[int]) -> list[object]:
+        if not raw:
+            return []
+        assert self._embedder is not None  # checked while collecting
+        rows = batch_drafts.unit_rows(raw, self._embedder.dims, where)
+        return list(rows)
 
     def _commit_batch(
         self, batch: Sequence[drafts.Prepared], embedded: Sequence[Embedded | None]
