@@ -272,7 +272,7 @@ class WriteMethods:
         prepared, given = self._prepare_all(drafts_, at)
         stored: list[Memory] = []
         bar = tqdm(total=len(prepared), disable=not show_progress, unit="memory")
-        with bar:
+        with bar, self._commit.bulk(len(prepared)):
             starts = list(range(0, len(prepared), batch_size))
             for batch, embedded in self._embedded_batches(prepared, given, starts, batch_size):
                 stored += self._commit_batch(batch, embedded)

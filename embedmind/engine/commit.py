@@ -12,9 +12,10 @@ Inside the transaction, before COMMIT (they roll back with it):
    remember_many, remember_detailed, a supersede, import_jsonl) and ``placed``
    (move, rename_namespace, retier). The evicted ids are recorded as a
    ``Committed("evict", deleted=...)`` and follow the steps below.
-2. **The index saves when due**: the vector index once ``save_after()``
-   changes are unsaved, the fragment index by its own ``save_if_due`` — for
+2. **The fragment index saves when due**, by its own ``save_if_due`` — for
    every commit, since a delete or a move changes the logs as a write does.
+   Whether the vector index is due (``save_after()`` changes unsaved) is
+   decided here too, but it is saved after COMMIT (step 6).
 
 After COMMIT (never on rollback):
 
@@ -33,6 +34,15 @@ After COMMIT (never on rollback):
    Fragments derive from content only, so a move, a retier or a confidence
    change derives none (a memory moved into the policy's scope gets its
    fragments at its next content write).
+6. **The vector index catches up** with what committed (extended, never
+   rebuilt) and, when due, is saved — outside the transaction and the writer
+   lock, so a save that takes seconds stalls no other writer or reader
+   (:meth:`~embedmind.backend.sqlite.hnsw.VectorIndex.catch_up`). Inside
+   :meth:`CommitPath.bulk` (``remember_many``) this runs on a worker thread,
+   overlapping the next batch, and the block ends only once the index holds
+   every batch; elsewhere a write leaves the catching up to the next search,
+   unless a save is due. It is a cache: a failure is logged, never raised,
+   since the mutation it follows is committed.
 
 Which field a method fills is the rule: content stored is ``written`` (a
 redaction: ``redacted``); a namespace or tier changed is ``placed``; any other
@@ -47,7 +57,9 @@ here too and record nothing.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +89,10 @@ from embedmind.policies import EvictionPolicy, FragmentPolicy
 from embedmind.writes import delete_keys
 
 logger = logging.getLogger(__name__)
+
+CATCH_UP_AT = 256
+"""Memories a bulk block writes from which the vector index catches up with
+each commit even when this process has not loaded it yet."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +194,10 @@ class CommitPath:
 
     def __init__(self, parts: Parts) -> None:
         self._parts = parts
+        self._bulk = threading.local()
+        """Per calling thread: its catch-up worker (made at its first :meth:`bulk`
+        block and kept, since connections are per thread and a worker per block
+        would open one per block), whether a block is open, its pending catch-up."""
 
     @contextmanager
     def write(self) -> Iterator[Transaction]:
@@ -189,22 +209,69 @@ class CommitPath:
         with self._parts.backend.write() as session:
             tx = Transaction(session)
             yield tx
-            done = self._before_commit(tx)
+            done, save_due = self._before_commit(tx)
         self._after_commit(done)
+        self._catch_up(save_due)
 
-    def _before_commit(self, tx: Transaction) -> list[Committed]:
+    @contextmanager
+    def bulk(self, size: int) -> Iterator[None]:
+        """Within the block, the vector index catches up with each commit on a worker thread.
+
+        Args:
+            size: How many memories the block is about to write; below
+                :data:`CATCH_UP_AT` an index this process has not loaded is
+                left for the first search to load.
+
+        usearch releases the GIL while it adds, so extending the graph with
+        batch *n* overlaps writing batch *n + 1*. At most one catch-up is in
+        flight (the next commit waits for it, outside its transaction); the
+        block ends once the index holds every commit, so the first search
+        after it has nothing to replay.
+        """
+        if self._parts.vectors is None or getattr(self._bulk, "pool", None) is not None:
+            yield  # text only, or nested: the outer block catches up
+            return
+        worker = getattr(self._bulk, "worker", None)
+        if worker is None:  # one per calling thread: none waits behind another's catch-up
+            worker = self._bulk.worker = ThreadPoolExecutor(1, thread_name_prefix="embedmind-index")
+        self._bulk.pool, self._bulk.pending, self._bulk.size = worker, None, size
+        try:
+            yield
+        finally:
+            pending, self._bulk.pool, self._bulk.pending = self._bulk.pending, None, None
+            if pending is not None:
+                pending.result()  # never raises: _quietly logs
+
+    def _before_commit(self, tx: Transaction) -> tuple[list[Committed], bool]:
         done = list(tx.records)
         evicted = self._evict(tx.conn, done)
         if evicted:
             done.append(Committed("evict", deleted=evicted))
-        self._save_if_due(tx.conn)
-        return done
+        return done, self._save_if_due(tx.conn)
 
     def _after_commit(self, done: Sequence[Committed]) -> None:
         for committed in done:
             _count(self._parts.metrics, committed)
         notify_committed(self._parts.listener_store, [e for c in done for e in events_of(c)])
         self._derive_fragments([m for c in done for m in (*c.written, *c.redacted)])
+
+    def _catch_up(self, save_due: bool) -> None:
+        """Step 6: extend (and, when due, save) the vector index after COMMIT."""
+        vectors = self._parts.vectors
+        if vectors is None:
+            return
+        pool = getattr(self._bulk, "pool", None)
+        # A few writes to a store whose index this process never loaded leave
+        # the loading to the first search (it may be a million vectors).
+        wanted = save_due or vectors.loaded or getattr(self._bulk, "size", 0) >= CATCH_UP_AT
+        if pool is None or not wanted:
+            if save_due:
+                _quietly(vectors.catch_up, self._parts.db, save=True)
+            return
+        pending = self._bulk.pending
+        if pending is not None:
+            pending.result()  # one in flight: the index never falls far behind
+        self._bulk.pending = pool.submit(_quietly, vectors.catch_up, self._parts.db, save=save_due)
 
     def _evict(self, conn: apsw.Connection, done: Sequence[Committed]) -> tuple[str, ...]:
         """Cap-cull: the oldest memories beyond the cap in each group a memory entered."""
@@ -227,11 +294,11 @@ class CommitPath:
         delete_keys(conn, self._parts.lexical, keys)
         return ids
 
-    def _save_if_due(self, conn: apsw.Connection) -> None:
-        vectors = self._parts.vectors
-        if vectors is not None and vectors.unsaved(conn) >= self._parts.save_after():
-            vectors.save(conn)
+    def _save_if_due(self, conn: apsw.Connection) -> bool:
+        """Save the fragment index when due; return whether the vector index is due."""
         self._parts.fragments.save_if_due(conn)
+        vectors = self._parts.vectors
+        return vectors is not None and vectors.unsaved(conn) >= self._parts.save_after()
 
     def _derive_fragments(self, written: Sequence[Memory]) -> None:
         """Fragment-embed-on-write, best effort: failures are logged, never raised."""
@@ -266,6 +333,14 @@ def _count(metrics: Any, c: Committed) -> None:
         emit(metrics, "delete")
     for change in c.expired:
         emit(metrics, "sweep_expired", change.tier)
+
+
+def _quietly(catch_up: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+    """Run a catch-up of a derived index; log, never raise (the write it follows committed)."""
+    try:
+        catch_up(*args, **kwargs)
+    except Exception:
+        logger.warning("the vector index did not catch up (the next search will)", exc_info=True)
 
 
 def emit(metrics: Any, event: str, *args: Any) -> None:
