@@ -20,6 +20,7 @@ from embedmind.backend.values import OpenOptions
 from embedmind.embedders.adapt import DEFAULT, identity, resolve
 from embedmind.embedders.protocol import Embedder
 from embedmind.engine.commit import CommitPath, Parts
+from embedmind.engine.state import Engine
 from embedmind.errors import EmbedderMismatchError, InvalidInputError, StorageError
 from embedmind.fragments import Fragments
 from embedmind.plugins import backend_for, embedder_factory, resolve_embedder
@@ -73,10 +74,11 @@ class Store(
         self._eviction = eviction
         self._commit = CommitPath(
             Parts(
-                backend, database, self._lexical, self._vectors, self.fragments, embedder, metrics,
-                eviction, fragment_policy, self._chunker, self, _save_index_after,
+                backend, database, self.fragments, embedder, metrics, eviction, fragment_policy,
+                self._chunker, self, _save_index_after,
             )
         )  # fmt: skip
+        self._engine = Engine(backend, self._commit, embedder, metrics, self.fragments)
 
     @property
     def embedder(self) -> Embedder | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,8 +29,9 @@ from embedmind.checks import an_int, is_number
 from embedmind.drafts import query_text
 from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
-from embedmind.engine import recall
+from embedmind.engine import lifecycle, recall
 from embedmind.errors import InvalidInputError
+from embedmind.facade import Facade
 from embedmind.ids import validate_id
 from embedmind.model import (
     AgentStats,
@@ -53,7 +54,7 @@ MAX_K = 10_000
 _PAGE = 256
 
 
-class ReadMethods:
+class ReadMethods(Facade):
     """Mixed into :class:`embedmind.Store`."""
 
     _db: Database
@@ -62,9 +63,6 @@ class ReadMethods:
     _backend: SqliteBackend
     _vectors: VectorIndex | None
     _missing_vectors: MissingVectors | None = None  # made on the first vector recall
-
-    # Provided by LifecycleMethods (declared, not defined, so the MRO finds theirs).
-    _grants: Callable[[object], list[tuple[str, tuple[str, ...]]]]
 
     def get(self, id: str, *, as_of: _dt.datetime | None = None) -> Memory | None:
         """Return the memory with this id, or ``None`` when missing or forgotten.
@@ -265,7 +263,8 @@ class ReadMethods:
             at, namespace, where, agent=agent, session_id=session_id, tags=tags, tiers=tiers,
             levels=levels, include_expired=include_expired,
             as_of=optional_to_micros(as_of, "as_of"),
-            grants=self._grants(namespace) if follow_links and namespace is not None else (),
+            grants=lifecycle.grants(self._engine, namespace)
+            if follow_links and namespace is not None else (),
         )  # fmt: skip
         request = recall.Request(
             query, k, wanted, selection, bool(recency),

@@ -329,7 +329,7 @@ class WriteMethods:
             if closed:  # the versions a supersede replaced left recall: report them
                 found = records.find_many(tx.conn, closed)
                 keys = [found[t].key for t in closed if t in found]
-                tx.record(Committed("supersede", updated=changed(tx.conn, keys)))
+                tx.record(Committed("supersede", updated=changed(tx.session.records, keys)))
         return written
 
     def _embedded_batches(

@@ -22,13 +22,10 @@ only a backend turns them into its own query language. Rows are named by an
 integer **key** the backend assigns (stable for a row's life, never reused
 while the store is open); ids are the caller's names.
 
-A backend is found by :func:`embedmind.plugins.backend_for` from the path or
-URL given to :meth:`embedmind.Store.open`; it registers through the
-``register_backends`` hook (:mod:`embedmind.hookspecs`), the built-in SQLite
-one (:mod:`embedmind.backend.sqlite`) exactly as a third-party one would.
-
-What a backend can do beyond the protocol is declared in its
-:class:`Capabilities`, never sniffed from its type.
+A backend registers through the ``register_backends`` hook (the built-in
+SQLite one exactly as a third-party one would); :meth:`embedmind.Store.open`
+picks it from the path or URL (:func:`embedmind.plugins.backend_for`). What it
+can do beyond the protocol is declared in :class:`Capabilities`, never sniffed.
 """
 
 from __future__ import annotations
@@ -78,8 +75,6 @@ __all__ = [
 
 Vector = npt.NDArray[np.float32]
 """One unit float32 vector (a query)."""
-Matrix = npt.NDArray[np.float32]
-"""Unit float32 rows."""
 Span = tuple[int, int]
 """A ``[start, end)`` character span of a memory's content."""
 Scored = list[tuple[int, float]]
@@ -255,6 +250,10 @@ class Lifecycle(Protocol):
 
     def expired(self, now: int, limit: int) -> list[tuple[int, str, str]]:
         """``(key, id, tier)`` of memories whose TTL has passed, oldest expiry first."""
+        ...
+
+    def still_expired(self, key: int, now: int) -> bool:
+        """Whether ``key`` still expires at or before ``now`` (its TTL was not slid meanwhile)."""
         ...
 
     def namespace_activity(self) -> list[tuple[str, int, int]]:

@@ -126,6 +126,8 @@ def _recall(store: Store, args: argparse.Namespace, out: Output) -> int:
         where=_json_arg(args.where, "--where"),
         mode=args.mode,
         temporal=args.temporal,
+        widen=args.widen,
+        latest=args.latest,
         explain=args.explain,
     )
     if args.json:
@@ -306,6 +308,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--temporal",
         action="store_true",
         help="move memories written near a date the query names up (e.g. 'in May 2023')",
+    )
+    recall.add_argument(
+        "--widen",
+        action="store_true",
+        help="also consider memories matching the query's rarest words alone (hybrid mode)",
+    )
+    recall.add_argument(
+        "--latest",
+        action="store_true",
+        help="newest first among the best hits when the query asks for a current value ('now')",
     )
     recall.set_defaults(run=_recall, existing=True)
 

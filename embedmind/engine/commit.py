@@ -64,15 +64,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
-from embedmind.backend.sqlite import lifecycle_rows as lifecycle
-from embedmind.backend.sqlite.backend import SqliteBackend
-from embedmind.backend.sqlite.database import Database
-from embedmind.backend.sqlite.hnsw import VectorIndex
-from embedmind.backend.sqlite.identities import identities
-from embedmind.backend.sqlite.lexical.index import LexicalIndex
-from embedmind.backend.sqlite.session_writes import SqliteWrite
+from embedmind.backend.protocol import Backend, Records, WriteSession
 from embedmind.chunking import Chunker
 from embedmind.embedders.protocol import Embedder
 from embedmind.events import (
@@ -86,7 +78,6 @@ from embedmind.fragment_writer import FragmentIndex, fragment_on_write
 from embedmind.model import Memory
 from embedmind.plugins import notify_committed
 from embedmind.policies import EvictionPolicy, FragmentPolicy
-from embedmind.writes import delete_keys
 
 logger = logging.getLogger(__name__)
 
@@ -133,10 +124,10 @@ class Committed:
 class Transaction:
     """An open write transaction of the commit path: its session and what was recorded."""
 
-    def __init__(self, session: SqliteWrite) -> None:
+    def __init__(self, session: WriteSession) -> None:
         self.session = session
-        self.conn = session.conn
-        """The session's connection, for the SQLite-bound modules that still take one."""
+        self.conn: Any = getattr(session, "conn", None)
+        """The SQLite session's connection, for the modules that still take one (transitional)."""
         self.records: list[Committed] = []
 
     def record(self, committed: Committed) -> None:
@@ -144,15 +135,14 @@ class Transaction:
         self.records.append(committed)
 
 
-def changed(
-    conn: apsw.Connection, keys: Sequence[int], *, live: bool = False
-) -> tuple[Changed, ...]:
+def changed(records: Records, keys: Sequence[int], *, live: bool = False) -> tuple[Changed, ...]:
     """The :class:`Changed` of rows by key, in key order (damaged rows are named, not refused).
 
     With ``live``, tombstones are left out: a move or rename carries them along,
     but they were reported when forgotten and are no memory to report again.
     """
-    return tuple(Changed(*row) for row in identities(conn, keys, live=live).values())
+    found = records.identities(keys, live=live).values()
+    return tuple(Changed(i.id, i.namespace, i.tier) for i in found)
 
 
 @dataclass(frozen=True)
@@ -161,9 +151,7 @@ class Parts:
 
     Attributes:
         backend: The store's backend.
-        db: The store's database.
-        lexical: Its BM25 index (evictions remove postings).
-        vectors: Its vector index (``None``: text only).
+        db: The store's database (fragment derivation still reads through it).
         fragments: Its fragment index.
         embedder: Its embedder (``None``: text only, no fragments).
         metrics: The metrics observer (any object; missing methods are skipped).
@@ -175,10 +163,8 @@ class Parts:
             index file, read at each commit (so tests can lower it).
     """
 
-    backend: SqliteBackend
-    db: Database
-    lexical: LexicalIndex
-    vectors: VectorIndex | None
+    backend: Backend
+    db: Any
     fragments: FragmentIndex
     embedder: Embedder | None
     metrics: Any
@@ -209,9 +195,9 @@ class CommitPath:
         with self._parts.backend.write() as session:
             tx = Transaction(session)
             yield tx
-            done, save_due = self._before_commit(tx)
+            done = self._before_commit(tx)
         self._after_commit(done)
-        self._catch_up(save_due)
+        self._catch_up()
 
     @contextmanager
     def bulk(self, size: int) -> Iterator[None]:
@@ -228,7 +214,7 @@ class CommitPath:
         block ends once the index holds every commit, so the first search
         after it has nothing to replay.
         """
-        if self._parts.vectors is None or getattr(self._bulk, "pool", None) is not None:
+        if self._vectors() is None or getattr(self._bulk, "pool", None) is not None:
             yield  # text only, or nested: the outer block catches up
             return
         worker = getattr(self._bulk, "worker", None)
@@ -242,12 +228,15 @@ class CommitPath:
             if pending is not None:
                 pending.result()  # never raises: _quietly logs
 
-    def _before_commit(self, tx: Transaction) -> tuple[list[Committed], bool]:
+    def _before_commit(self, tx: Transaction) -> list[Committed]:
         done = list(tx.records)
-        evicted = self._evict(tx.conn, done)
+        evicted = self._evict(tx.session, done)
         if evicted:
             done.append(Committed("evict", deleted=evicted))
-        return done, self._save_if_due(tx.conn)
+        # Every commit, since a delete or a move changes the logs as a write does
+        # (the fragment index; the vector index saves after COMMIT, step 6).
+        tx.session.save_caches(vector_save_after=self._parts.save_after())
+        return done
 
     def _after_commit(self, done: Sequence[Committed]) -> None:
         for committed in done:
@@ -255,25 +244,29 @@ class CommitPath:
         notify_committed(self._parts.listener_store, [e for c in done for e in events_of(c)])
         self._derive_fragments([m for c in done for m in (*c.written, *c.redacted)])
 
-    def _catch_up(self, save_due: bool) -> None:
+    def _vectors(self) -> Any:
+        """The backend's per-process vector index, if it keeps one (the SQLite backend)."""
+        return getattr(self._parts.backend, "vectors", None)
+
+    def _catch_up(self) -> None:
         """Step 6: extend (and, when due, save) the vector index after COMMIT."""
-        vectors = self._parts.vectors
+        vectors = self._vectors()
         if vectors is None:
             return
+        save_after, db = self._parts.save_after(), self._parts.db
         pool = getattr(self._bulk, "pool", None)
         # A few writes to a store whose index this process never loaded leave
         # the loading to the first search (it may be a million vectors).
-        wanted = save_due or vectors.loaded or getattr(self._bulk, "size", 0) >= CATCH_UP_AT
+        wanted = vectors.loaded or getattr(self._bulk, "size", 0) >= CATCH_UP_AT
         if pool is None or not wanted:
-            if save_due:
-                _quietly(vectors.catch_up, self._parts.db, save=True)
+            _quietly(vectors.catch_up, db, save_after=save_after, extend=False)
             return
         pending = self._bulk.pending
         if pending is not None:
             pending.result()  # one in flight: the index never falls far behind
-        self._bulk.pending = pool.submit(_quietly, vectors.catch_up, self._parts.db, save=save_due)
+        self._bulk.pending = pool.submit(_quietly, vectors.catch_up, db, save_after=save_after)
 
-    def _evict(self, conn: apsw.Connection, done: Sequence[Committed]) -> tuple[str, ...]:
+    def _evict(self, session: WriteSession, done: Sequence[Committed]) -> tuple[str, ...]:
         """Cap-cull: the oldest memories beyond the cap in each group a memory entered."""
         policy = self._parts.eviction
         if policy is None:
@@ -286,19 +279,13 @@ class CommitPath:
         keys = [
             k
             for ns, tier in sorted(groups, key=str)
-            for k in lifecycle.oldest_beyond(conn, ns, tier, policy.max_records)
+            for k in session.lifecycle.oldest_beyond(ns, tier, policy.max_records)
         ]
         if not keys:
             return ()
-        ids = tuple(c.id for c in changed(conn, keys))
-        delete_keys(conn, self._parts.lexical, keys)
+        ids = tuple(c.id for c in changed(session.records, keys))
+        session.records.delete(keys)
         return ids
-
-    def _save_if_due(self, conn: apsw.Connection) -> bool:
-        """Save the fragment index when due; return whether the vector index is due."""
-        self._parts.fragments.save_if_due(conn)
-        vectors = self._parts.vectors
-        return vectors is not None and vectors.unsaved(conn) >= self._parts.save_after()
 
     def _derive_fragments(self, written: Sequence[Memory]) -> None:
         """Fragment-embed-on-write, best effort: failures are logged, never raised."""

@@ -312,8 +312,8 @@ class VectorIndex:
         """Whether this process holds the index in memory (loaded or built)."""
         return self._index is not None
 
-    def catch_up(self, db: Database, *, save: bool) -> None:
-        """Extend the in-memory index with what has committed, then save it if asked.
+    def catch_up(self, db: Database, *, save_after: int, extend: bool = True) -> None:
+        """Extend the in-memory index with what has committed; save it once enough is unsaved.
 
         Called after a write committed, outside its transaction and the writer
         lock: the graph gains the new vectors (usearch adds on every core), so
@@ -322,11 +322,16 @@ class VectorIndex:
         Args:
             db: The store's database (a read transaction, then a short write one
                 to register a saved file).
-            save: Also write and register the index file (:meth:`save_snapshot`).
+            save_after: Unsaved log entries at which the file is saved
+                (:meth:`save_snapshot`).
+            extend: Bring the in-memory index up to date even when no save is
+                due (``False``: leave that to the next search).
         """
         with db.read() as conn:
-            self.sync(conn)
-        if save:
+            if extend:
+                self.sync(conn)
+            due = self.file_path is not None and self.unsaved(conn) >= save_after
+        if due:
             self.save_snapshot(db)
 
     def save_snapshot(self, db: Database) -> bool:

@@ -216,6 +216,9 @@ class SqliteLifecycle(_Facet):
     def expired(self, now: int, limit: int) -> list[tuple[int, str, str]]:
         return lifecycle_rows.expired(self.conn, now, limit)
 
+    def still_expired(self, key: int, now: int) -> bool:
+        return lifecycle_rows.still_expired(self.conn, key, now)
+
     def namespace_activity(self) -> list[tuple[str, int, int]]:
         return lifecycle_rows.namespace_activity(self.conn)
 

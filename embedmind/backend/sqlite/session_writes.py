@@ -144,6 +144,10 @@ class SqliteFragmentWrites(SqliteFragments):
 class SqliteLifecycleWrites(SqliteLifecycle):
     """:class:`~embedmind.backend.protocol.LifecycleWrites` over SQLite."""
 
+    def __init__(self, conn: apsw.Connection, parts: Parts, version: _Versioned) -> None:
+        super().__init__(conn, parts)
+        self.version = version
+
     def reinforce(self, keys: Sequence[int], now: int, new_expiry: int | None) -> int:
         return lifecycle_rows.reinforce(self.conn, keys, now, new_expiry)
 
@@ -151,7 +155,22 @@ class SqliteLifecycleWrites(SqliteLifecycle):
         lifecycle_rows.retier(self.conn, key, tier, expires_at, now)
 
     def move(self, keys: Sequence[int], namespace: str, now: int) -> int:
-        return lifecycle_rows.move(self.conn, keys, namespace, now)
+        # A dialog is a (namespace, session_id): a memory that changes namespace
+        # leaves its neighbours in the old one and gains new ones, so with
+        # session context its postings and theirs are taken out before the move
+        # and put back after it.
+        leaving = [
+            key
+            for key, place in session_rows.places(self.conn, keys).items()
+            if place.namespace != namespace
+        ]
+        if not leaving or not session_rows.enabled(self.conn):
+            return lifecycle_rows.move(self.conn, keys, namespace, now)
+        lexical, version = self.parts.lexical, self.version.get()
+        detached = lexical.detach(self.conn, leaving, version)
+        moved = lifecycle_rows.move(self.conn, keys, namespace, now)
+        lexical.attach(self.conn, detached, version)
+        return moved
 
     def put_link(
         self, src: str, dst: str, tiers: Sequence[str] | None, note: str, created: int
@@ -196,14 +215,14 @@ class SqliteWrite(SqliteRead):
         self.records: SqliteRecordWrites = SqliteRecordWrites(conn, parts, version)
         self.graph: SqliteGraphWrites = SqliteGraphWrites(conn, parts)
         self.fragments: SqliteFragmentWrites = SqliteFragmentWrites(conn, parts)
-        self.lifecycle: SqliteLifecycleWrites = SqliteLifecycleWrites(conn, parts)
+        self.lifecycle: SqliteLifecycleWrites = SqliteLifecycleWrites(conn, parts, version)
         self.meta: SqliteMetaWrites = SqliteMetaWrites(conn, parts)
         self.sessions: SqliteSessionWrites = SqliteSessionWrites(conn, parts, version)
 
     def save_caches(self, *, vector_save_after: int) -> None:
-        vectors = self.parts.vectors
-        if vectors is not None and vectors.unsaved(self.conn) >= vector_save_after:
-            vectors.save(self.conn)
+        # The memory-vector index is saved after COMMIT, outside the writer lock
+        # (VectorIndex.catch_up, called by the commit path): serialising it here
+        # stalled every other writer and reader for seconds.
         fragments = self.parts.fragment_vectors
         if fragments is not None and fragments.file_path is not None:
             unsaved = fragments.unsaved(self.conn)

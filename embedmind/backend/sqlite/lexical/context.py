@@ -28,10 +28,11 @@ from dataclasses import dataclass
 
 import apsw
 
+from embedmind.backend.sqlite import alias_rows
 from embedmind.backend.sqlite import session_rows as sessions
 from embedmind.backend.sqlite.postings import Links, get_entry, lookup_terms
 from embedmind.backend.sqlite.session_rows import Place
-from embedmind.lexical.aliases import Fields, Table, fields
+from embedmind.lexical.aliases import EMPTY, Fields, Table, fields
 from embedmind.lexical.analyzer import analyze
 
 WEIGHT_OWN = 2
@@ -169,11 +170,14 @@ def context_terms(
 ) -> tuple[str, ...]:
     """The query terms a document matches only through its neighbours' text (for explain).
 
-    Empty when the document's own words (and its alias field under ``table``)
-    hold every query term it matches, or when its postings carry no context.
+    Empty when the document's own words (and its alias field) hold every
+    query term it matches, or when its postings carry no context. ``table``
+    defaults to the store's alias table, read from ``conn``.
     """
-    mine = fields(content, table) if table is not None else None
-    own = set(analyze(content)) if mine is None else {*mine.own, *mine.alias}
+    if table is None:
+        table = Table.compile(alias_rows.rows(conn)) if alias_rows.version(conn) else EMPTY
+    mine = fields(content, table)
+    own = {*mine.own, *mine.alias}
     wanted = [term for term in dict.fromkeys(analyze(query)) if term not in own]
     if not wanted:
         return ()
