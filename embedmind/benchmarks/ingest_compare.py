@@ -9,7 +9,7 @@ caches):
   embedding-like vectors (:mod:`.vectordata`) in calls of 10,000, then the
   first recall (hybrid, which waits for whatever vector-index work the writes
   left behind), then 20 warm recalls (their p50); by this tree, then by the
-  baseline tree (``PYTHONPATH`` pointing at it);
+  baseline tree (imported from its directory, ahead of any editable install);
 - *raw usearch*: ``Index.add`` of the same vectors with the store's index
   settings (cos, f16, M 16, ef_add 128) on every core: the floor;
 - *text only* (``embedder=None``): the same texts, by both trees;
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,16 @@ from embedmind.benchmarks import scaling
 from embedmind.benchmarks.corpus import iter_documents
 from embedmind.benchmarks.sizes import parse_sizes, size_label
 from embedmind.benchmarks.vectordata import mixed_vectors
+
+PRELUDE = r"""
+import sys
+# The tree under test comes first, ahead of an editable install's import hook
+# (which would otherwise resolve embedmind to the installed checkout).
+sys.meta_path[:] = [
+    f for f in sys.meta_path if "editable" not in str(getattr(f, "__module__", "")).lower()
+]
+sys.path.insert(0, sys.argv.pop(1))
+"""
 
 CHILD = r"""
 import json, statistics, sys, time
@@ -90,10 +99,12 @@ def _child(
     tree: Path, mode: str, size: int, seed: int, files: dict[str, Path], workdir: Path
 ) -> Any:
     store = workdir / f"{tree.name}-{mode}-{size}.mind"
-    env = {**os.environ, "PYTHONPATH": str(tree)}
     args = [mode, str(size), str(seed), str(files["vectors"]), str(files["queries"]), str(store)]
     done = subprocess.run(  # noqa: S603 - this interpreter, our own script
-        [sys.executable, "-c", CHILD, *args], env=env, capture_output=True, text=True, check=False
+        [sys.executable, "-c", PRELUDE + CHILD, str(tree), *args],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     for leftover in workdir.glob(f"{store.name}*"):
         leftover.unlink()
