@@ -58,13 +58,20 @@ def unit_rows(
 
 def _matrix(vectors: Sequence[object], dims: int) -> np.ndarray | None:
     """The batch normalised as one ``(n, dims)`` float32 matrix, or ``None`` to go row by row."""
+    rows = []
     try:
-        raw = np.asarray(vectors)
+        for vector in vectors:
+            row = vector if isinstance(vector, np.ndarray) else np.asarray(vector)
+            # Each row's own kind: stacked, [True, ...] beside floats would pass as 1.0.
+            if row.dtype.kind not in "iuf":
+                return None
+            rows.append(row)
+        raw = np.stack(rows)
     except (TypeError, ValueError, OverflowError):  # ragged or not numbers: row by row
         return None
     if raw.ndim == 3 and raw.shape[1] == 1:  # (1, dims) rows are single vectors too
         raw = raw[:, 0, :]
-    if raw.dtype.kind not in "iuf" or raw.ndim != 2 or raw.shape[1] != dims or not dims:
+    if raw.ndim != 2 or raw.shape[1] != dims or not dims:
         return None
     array = raw.astype(np.float64)
     if not np.isfinite(array).all():

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import embedmind
-from embedmind import store_writes
 from embedmind.backend.sqlite import fileio, vector_rows
 from embedmind.embedders.hashing import HashingEmbedder
+from embedmind.engine import commit
 
 
 def _open(path: Path) -> embedmind.Store:
@@ -43,7 +43,7 @@ def test_one_batch_leaves_the_search_to_catch_up_lazily(tmp_path: Path) -> None:
 def test_a_due_save_holds_neither_the_writer_lock_nor_searches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bulk: bool
 ) -> None:
-    monkeypatch.setattr(store_writes, "SAVE_INDEX_AFTER", 1)  # every commit saves
+    monkeypatch.setattr(commit, "SAVE_INDEX_AFTER", 1)  # every commit saves
     seen: dict[str, bool] = {}
 
     with _open(tmp_path / "s.mind") as store:

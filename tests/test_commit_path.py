@@ -25,8 +25,9 @@ import pytest
 
 import embedmind
 from embedmind import aliases as alias_table
-from embedmind import plugins, store_writes
+from embedmind import plugins
 from embedmind.embedders.hashing import HashingEmbedder
+from embedmind.engine import commit as commit_path
 from embedmind.events import (
     MemoryDeleted,
     MemoryForgotten,
@@ -146,9 +147,9 @@ def _reindex_aliases(w: World) -> None:
     # that change's own commit must not count as the re-index's saves.
     store = w.store
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(store_writes, "SAVE_INDEX_AFTER", 10**9)
+        patch.setattr(commit_path, "SAVE_INDEX_AFTER", 10**9)
         entries = alias_table.validate({"doc": "document"})
-        alias_table.set_aliases(store._commit, store._lexical, entries, replace=False)
+        alias_table.set_aliases(store._engine.commit, entries, replace=False)
     assert all(_unsaved(store))
     assert store.reindex_aliases() > 0
 
@@ -262,7 +263,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     listener, metrics = Listener(), Metrics()
     plugins.register(listener)
     # Nothing is saved while the world is built, so every row starts with unsaved changes.
-    monkeypatch.setattr(store_writes, "SAVE_INDEX_AFTER", 10**9)
+    monkeypatch.setattr(commit_path, "SAVE_INDEX_AFTER", 10**9)
     export = tmp_path / "export.jsonl"
     with embedmind.Store.open(tmp_path / "src.mind", embedder=HashingEmbedder(DIMS)) as source:
         source.remember("imported working note", id="imp", namespace="capped", tier="working")
@@ -317,7 +318,7 @@ def test_each_mutation_runs_the_commit_path(
 ) -> None:
     store = world.store
     assert all(_unsaved(store))  # so the saves below are the mutation's own
-    monkeypatch.setattr(store_writes, "SAVE_INDEX_AFTER", 1)  # every commit is due
+    monkeypatch.setattr(commit_path, "SAVE_INDEX_AFTER", 1)  # every commit is due
     new = case.act(world)
 
     expected = [_named(e, new) for e in case.events]

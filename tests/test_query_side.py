@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import embedmind
 from embedmind import latest_value
 from embedmind.backend.sqlite.lexical.widening import key_terms
+from embedmind.cli.render import recall_lines
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.lexical.maxscore import TermList
 
@@ -173,6 +174,8 @@ def test_widening_brings_in_the_turn_with_the_key_term(entity: embedmind.Store) 
     assert plain_answer is None or "text" not in plain_answer.channels
     # Nothing the primary query found is marked as widened.
     assert all(not h.channels["text"].via_widening for h in widened if h is not answer)
+    lines = list(recall_lines(widened, explain=True))
+    assert sum("via widening: zanzibar" in line for line in lines) == 1
 
 
 @given(
@@ -251,7 +254,7 @@ def test_widen_and_latest_keep_a_smaller_k_a_prefix(case: dict[str, object]) -> 
             [
                 # A distinct length per memory, so no two scores tie exactly:
                 # a channel cut at depth 20 may pick other members of a tie
-                # than the first 20 of its cut at 40 (a limitation of the
+                # than the first 20 of its cut at 40 (a limitation of both
                 # channels under exact ties, with or without these options).
                 embedmind.Draft(" ".join([t, *["pad"] * i]), metadata={"group": "ab"[i % 3 == 0]},
                                 created_at=T0 + dt.timedelta(days=i % 5))
@@ -262,7 +265,10 @@ def test_widen_and_latest_keep_a_smaller_k_a_prefix(case: dict[str, object]) -> 
                    "rerank_alpha": case["alpha"]}  # fmt: skip
         ks = case["ks"]
         assert isinstance(ks, list)
-        answers = [store.recall(str(case["query"]), k=k, **options) for k in [1, *ks]]  # type: ignore[arg-type]
+        # "pad" in the query: every memory scores above 0 in both channels, so
+        # the vector list has no block of exact zero-cosine ties either.
+        query = f"{case['query']} pad"
+        answers = [store.recall(query, k=k, **options) for k in [1, *ks]]  # type: ignore[arg-type]
     longest = answers[-1]
     for answer in answers:
         assert answer.ids == longest.ids[: len(answer.ids)]

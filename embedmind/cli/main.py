@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from embedmind.cli import bench, demo, doctor, global_options
+from embedmind.cli import aliases, bench, demo, doctor, global_options
 from embedmind.cli.render import describe, jsonable, recall_lines
 from embedmind.embedders.adapt import DEFAULT
 from embedmind.errors import (
@@ -375,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_parser.set_defaults(run=_demo, demo_store=":memory:")
     # bench has its own --json PATH and --no-progress: its globals come before it.
     bench.add_parser(subparsers)
+    aliases.add_parser(subparsers, shared)
     return parser
 
 

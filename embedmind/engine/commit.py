@@ -12,10 +12,10 @@ Inside the transaction, before COMMIT (they roll back with it):
    remember_many, remember_detailed, a supersede, import_jsonl) and ``placed``
    (move, rename_namespace, retier). The evicted ids are recorded as a
    ``Committed("evict", deleted=...)`` and follow the steps below.
-2. **The fragment index saves when due**, by its own ``save_if_due`` — for
+2. **The index saves when due**: the backend's fragment cache once
+   ``save_after()`` changes are unsaved (``WriteSession.save_caches``) — for
    every commit, since a delete or a move changes the logs as a write does.
-   Whether the vector index is due (``save_after()`` changes unsaved) is
-   decided here too, but it is saved after COMMIT (step 6).
+   The memory-vector index is saved after COMMIT instead (step 6).
 
 After COMMIT (never on rollback):
 
@@ -67,6 +67,7 @@ from typing import Any
 from embedmind.backend.protocol import Backend, Records, WriteSession
 from embedmind.chunking import Chunker
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine.fragments import fragment_on_write
 from embedmind.events import (
     MemoryDeleted,
     MemoryForgotten,
@@ -74,7 +75,6 @@ from embedmind.events import (
     MemoryUpdated,
     MemoryWritten,
 )
-from embedmind.fragment_writer import FragmentIndex, fragment_on_write
 from embedmind.model import Memory
 from embedmind.plugins import notify_committed
 from embedmind.policies import EvictionPolicy, FragmentPolicy
@@ -84,6 +84,17 @@ logger = logging.getLogger(__name__)
 CATCH_UP_AT = 256
 """Memories a bulk block writes from which the vector index catches up with
 each commit even when this process has not loaded it yet."""
+
+SAVE_INDEX_AFTER = 20_000
+"""Unsaved vector (or fragment) changes at which a commit also saves the index file (else at close).
+
+Read at each commit (:func:`save_index_after`): tests and the power-loss
+recorder lower it to exercise saves."""
+
+
+def save_index_after() -> int:
+    """The current :data:`SAVE_INDEX_AFTER`."""
+    return SAVE_INDEX_AFTER
 
 
 @dataclass(frozen=True)
@@ -151,8 +162,6 @@ class Parts:
 
     Attributes:
         backend: The store's backend.
-        db: The store's database (fragment derivation still reads through it).
-        fragments: Its fragment index.
         embedder: Its embedder (``None``: text only, no fragments).
         metrics: The metrics observer (any object; missing methods are skipped).
         eviction: The cap-cull policy, if any.
@@ -164,8 +173,6 @@ class Parts:
     """
 
     backend: Backend
-    db: Any
-    fragments: FragmentIndex
     embedder: Embedder | None
     metrics: Any
     eviction: EvictionPolicy | None
@@ -253,7 +260,8 @@ class CommitPath:
         vectors = self._vectors()
         if vectors is None:
             return
-        save_after, db = self._parts.save_after(), self._parts.db
+        # The SQLite backend's database, which the cache reads and registers its file in.
+        save_after, db = self._parts.save_after(), self._parts.backend.database  # type: ignore[attr-defined]
         pool = getattr(self._bulk, "pool", None)
         # A few writes to a store whose index this process never loaded leave
         # the loading to the first search (it may be a million vectors).
@@ -295,7 +303,9 @@ class CommitPath:
             return
         for memory in written:
             if policy.applies(memory):
-                fragment_on_write(parts.db, parts.fragments, embedder, chunker, policy, memory)
+                fragment_on_write(
+                    parts.backend, parts.save_after, embedder, chunker, policy, memory
+                )
 
 
 def events_of(committed: Committed) -> list[object]:

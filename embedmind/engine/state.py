@@ -9,14 +9,12 @@ attributes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from embedmind.backend.protocol import Backend
 from embedmind.embedders.protocol import Embedder
 from embedmind.engine.commit import CommitPath
-
-if TYPE_CHECKING:
-    from embedmind.fragments import Fragments
+from embedmind.fragments import Fragments
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any
 import apsw
 
 from embedmind.backend.sqlite import (
+    alias_rows,
     fragment_rows,
     graph_rows,
     lifecycle_rows,
@@ -23,6 +24,7 @@ from embedmind.backend.sqlite import (
 from embedmind.backend.sqlite.session import (
     _SPACES,
     Parts,
+    SqliteAliases,
     SqliteFragments,
     SqliteGraph,
     SqliteLifecycle,
@@ -206,6 +208,31 @@ class SqliteSessionWrites(SqliteSessions):
             self.parts.lexical.rebuild(self.conn, self.version.get(), session_context=on)
 
 
+class SqliteAliasWrites(SqliteAliases):
+    """:class:`~embedmind.backend.protocol.AliasWrites` over SQLite."""
+
+    def __init__(self, conn: apsw.Connection, parts: Parts, version: _Versioned) -> None:
+        super().__init__(conn, parts)
+        self.version = version
+
+    def put(self, entries: Sequence[tuple[str, str]]) -> None:
+        alias_rows.put(self.conn, entries)
+
+    def delete(self, keys: Sequence[str]) -> None:
+        alias_rows.delete(self.conn, keys)
+
+    def mark_holding(self, key_terms: Sequence[str]) -> None:
+        alias_rows.add_pending(self.conn, sorted(self.parts.lexical.holding(self.conn, key_terms)))
+
+    def pending(self, limit: int) -> list[int]:
+        return alias_rows.pending(self.conn, limit)
+
+    def reindex(self, keys: Sequence[int]) -> int:
+        done = self.parts.lexical.reindex(self.conn, keys, self.version.get())
+        alias_rows.done(self.conn, keys)
+        return done
+
+
 class SqliteWrite(SqliteRead):
     """One write transaction (:class:`~embedmind.backend.protocol.WriteSession`)."""
 
@@ -218,6 +245,10 @@ class SqliteWrite(SqliteRead):
         self.lifecycle: SqliteLifecycleWrites = SqliteLifecycleWrites(conn, parts, version)
         self.meta: SqliteMetaWrites = SqliteMetaWrites(conn, parts)
         self.sessions: SqliteSessionWrites = SqliteSessionWrites(conn, parts, version)
+        self.aliases: SqliteAliasWrites = SqliteAliasWrites(conn, parts, version)
+
+    def forget_caches(self) -> None:
+        vector_rows.forget_index_files(self.conn)
 
     def save_caches(self, *, vector_save_after: int) -> None:
         # The memory-vector index is saved after COMMIT, outside the writer lock

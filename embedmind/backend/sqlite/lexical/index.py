@@ -22,9 +22,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.backend.sqlite import alias_rows, bulk_postings
-from embedmind.backend.sqlite import postings as store
-from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite import alias_rows, bulk_postings, postings, session_rows
 from embedmind.backend.sqlite.blocks import BLOCK_SIZE, Postings, concat
 from embedmind.backend.sqlite.lexical import context
 from embedmind.lexical import aliases, bm25, maxscore
@@ -84,7 +82,7 @@ class LexicalIndex:
         if not docs:
             return
         table = self.aliases(conn)
-        if not sessions.enabled(conn):
+        if not session_rows.enabled(conn):
             entries = [context.Entry(key, fields(text, table).alone(), None) for key, text in docs]
             self._put(conn, [e for e in entries if e.counts], version)
             return
@@ -115,14 +113,14 @@ class LexicalIndex:
         Call :meth:`attach` with the result once the records are changed, in
         the same transaction, so old and new neighbours are both re-indexed.
         """
-        indexed = [key for key in keys if store.get_doc(conn, key) is not None]
+        indexed = [key for key in keys if postings.get_doc(conn, key) is not None]
         for key in indexed:
             self.remove(conn, key, version)
         return indexed
 
     def attach(self, conn: apsw.Connection, keys: Sequence[int], version: int) -> None:
         """Index ``keys`` again from their records' current content (after :meth:`detach`)."""
-        texts = sessions.contents(conn, keys)
+        texts = session_rows.contents(conn, keys)
         self.add(conn, [(key, texts[key]) for key in keys if key in texts], version)
 
     def rebuild(self, conn: apsw.Connection, version: int, *, session_context: bool) -> None:
@@ -135,9 +133,9 @@ class LexicalIndex:
         conn.execute("DELETE FROM lex_docs")
         conn.execute("DELETE FROM lex_terms")
         conn.execute("UPDATE lex_stats SET doc_count = 0, total_length = 0 WHERE id = 1")
-        sessions.set_enabled(conn, session_context)
+        session_rows.set_enabled(conn, session_context)
         alias_rows.clear_pending(conn)  # every posting follows the current alias table again
-        self.add(conn, sessions.unforgotten(conn), version)
+        self.add(conn, session_rows.unforgotten(conn), version)
         self.clear_cache()
 
     def reindex(self, conn: apsw.Connection, keys: Sequence[int], version: int) -> int:
@@ -147,15 +145,15 @@ class LexicalIndex:
         no postings to redo); their dialog links stay as they are, since an
         alias change moves no memory.
         """
-        indexed: dict[int, store.Links] = {}
+        indexed: dict[int, postings.Links] = {}
         for key in sorted(set(keys)):
-            entry = store.get_entry(conn, key)
+            entry = postings.get_entry(conn, key)
             if entry is not None:
                 indexed[key] = entry[3]
         if not indexed:
             return 0
         entries = context.plan_reindex(
-            conn, indexed, self.aliases(conn), context=sessions.enabled(conn)
+            conn, indexed, self.aliases(conn), context=session_rows.enabled(conn)
         )
         for key in indexed:
             self._drop(conn, key, version)
@@ -169,7 +167,7 @@ class LexicalIndex:
         this is every document whose own text or a neighbour's contains an
         alias key with these terms (a superset: the terms need not be adjacent).
         """
-        rows = store.lookup_terms(conn, key_terms)
+        rows = postings.lookup_terms(conn, key_terms)
         if len(rows) < len(set(key_terms)):
             return set()
         found: set[int] | None = None
@@ -178,8 +176,8 @@ class LexicalIndex:
             found = keys if found is None else found & keys
         return found or set()
 
-    def _links(self, conn: apsw.Connection, key: int) -> store.Links:
-        entry = store.get_entry(conn, key)
+    def _links(self, conn: apsw.Connection, key: int) -> postings.Links:
+        entry = postings.get_entry(conn, key)
         return (None, None) if entry is None else entry[3]
 
     def _put(self, conn: apsw.Connection, entries: Sequence[context.Entry], version: int) -> None:
@@ -192,8 +190,8 @@ class LexicalIndex:
         if not entries:
             return
         terms = {term for entry in entries for term in entry.counts}
-        ids = {term: row.term_id for term, row in store.lookup_terms(conn, terms).items()}
-        ids.update(store.create_terms(conn, sorted(terms - ids.keys()), version))
+        ids = {term: row.term_id for term, row in postings.lookup_terms(conn, terms).items()}
+        ids.update(postings.create_terms(conn, sorted(terms - ids.keys()), version))
         total = sum(len(entry.counts) for entry in entries)
         term_ids = np.fromiter((ids[t] for e in entries for t in e.counts), np.int64, total)
         tfs = np.fromiter((tf for e in entries for tf in e.counts.values()), np.int64, total)
@@ -202,35 +200,35 @@ class LexicalIndex:
         pairs = np.column_stack([term_ids, tfs]).astype("<i8")
         docs, at = [], 0
         for entry, n, length in zip(entries, per_doc, lengths, strict=True):
-            packed = pairs[at : at + n].tobytes() + store.pack_links(entry.links)
+            packed = pairs[at : at + n].tobytes() + postings.pack_links(entry.links)
             docs.append((entry.key, length, packed))
             at += n
-        store.put_packed_docs(conn, docs)
-        store.add_stats(conn, len(docs), sum(lengths))
+        postings.put_packed_docs(conn, docs)
+        postings.add_stats(conn, len(docs), sum(lengths))
         batch = bulk_postings.Batch.of([e.key for e in entries], lengths, per_doc, term_ids, tfs)
         for term_id, new in bulk_postings.write(conn, batch, version):
             _insert_between(conn, term_id, new, version)
 
-    def _drop(self, conn: apsw.Connection, key: int, version: int) -> store.Links | None:
+    def _drop(self, conn: apsw.Connection, key: int, version: int) -> postings.Links | None:
         """Drop one document's postings; return the links they were built with."""
-        doc = store.get_entry(conn, key)
+        doc = postings.get_entry(conn, key)
         if doc is None:
             return None
         length, term_ids, _, links = doc
         for term_id in term_ids.tolist():
-            block = store.block_for_key(conn, term_id, key)
+            block = postings.block_for_key(conn, term_id, key)
             if block is None:  # pragma: no cover - lex_docs and blocks agree
                 continue
             remaining = block.postings.without(key)
             if len(remaining):
-                store.write_block(
+                postings.write_block(
                     conn, block.block_id, term_id, block.first_key, remaining, version
                 )
             else:
-                store.delete_block(conn, block.block_id)
-            store.change_df(conn, term_id, -1, version)
-        store.delete_doc(conn, key)
-        store.add_stats(conn, -1, -length)
+                postings.delete_block(conn, block.block_id)
+            postings.change_df(conn, term_id, -1, version)
+        postings.delete_doc(conn, key)
+        postings.add_stats(conn, -1, -length)
         return links
 
     # -- reads ---------------------------------------------------------------
@@ -240,8 +238,8 @@ class LexicalIndex:
     ) -> tuple[list[TermList], float]:
         """The postings of the query terms that exist, ready to score, and avgdl."""
         weights = aliases.query_weights(terms, self.aliases(conn))
-        rows = store.lookup_terms(conn, weights)
-        doc_count, total_length = store.stats(conn)
+        rows = postings.lookup_terms(conn, weights)
+        doc_count, total_length = postings.stats(conn)
         if not rows or doc_count == 0:
             return [], 1.0
         avgdl = total_length / doc_count
@@ -261,16 +259,16 @@ class LexicalIndex:
         keys, scores = maxscore.exhaustive(lists, avgdl)
         return Scored(keys, scores)
 
-    def _postings(self, conn: apsw.Connection, row: store.TermRow) -> _Cached:
+    def _postings(self, conn: apsw.Connection, row: postings.TermRow) -> _Cached:
         with self._lock:
             cached = self._terms.get(row.term_id, row.version)
         if cached is not None:
             return cached
-        versions = store.block_versions(conn, row.term_id)
+        versions = postings.block_versions(conn, row.term_id)
         with self._lock:
             parts = {b: self._blocks.get(b, v) for b, v in versions}
         missing = [b for b, p in parts.items() if p is None]
-        loaded = store.load_blocks(conn, missing) if missing else {}
+        loaded = postings.load_blocks(conn, missing) if missing else {}
         merged = _Cached.of(concat([parts[b] or loaded[b] for b, _ in versions]))
         with self._lock:
             for b, v in versions:
@@ -281,7 +279,7 @@ class LexicalIndex:
 
     def statistics(self, conn: apsw.Connection) -> tuple[int, int]:
         """``(indexed documents, dictionary terms)``."""
-        return store.stats(conn)[0], store.term_count(conn)
+        return postings.stats(conn)[0], postings.term_count(conn)
 
     def clear_cache(self) -> None:
         """Drop every cached posting (after a vacuum or a rebuild)."""
@@ -295,18 +293,18 @@ def _insert_between(conn: apsw.Connection, term_id: int, new: Postings, version:
     for i in range(len(new)):
         one = new.slice(i, i + 1)
         key = int(one.keys[0])
-        block = store.block_for_key(conn, term_id, key)
+        block = postings.block_for_key(conn, term_id, key)
         if block is None:  # pragma: no cover - the term has blocks
-            store.write_block(conn, None, term_id, key, one, version)
+            postings.write_block(conn, None, term_id, key, one, version)
             continue
         merged = block.postings.merged(one)
         first_key = min(block.first_key, key)
         if len(merged) <= BLOCK_SIZE:
-            store.write_block(conn, block.block_id, term_id, first_key, merged, version)
+            postings.write_block(conn, block.block_id, term_id, first_key, merged, version)
             continue
         half = len(merged) // 2
         upper = merged.slice(half, len(merged))
-        store.write_blocks(
+        postings.write_blocks(
             conn,
             [
                 (block.block_id, term_id, first_key, merged.slice(0, half)),
