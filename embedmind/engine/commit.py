@@ -12,9 +12,10 @@ Inside the transaction, before COMMIT (they roll back with it):
    remember_many, remember_detailed, a supersede, import_jsonl) and ``placed``
    (move, rename_namespace, retier). The evicted ids are recorded as a
    ``Committed("evict", deleted=...)`` and follow the steps below.
-2. **The index saves when due**: the backend's vector and fragment caches
-   once ``save_after()`` changes are unsaved (``WriteSession.save_caches``) —
-   for every commit, since a delete or a move changes the logs as a write does.
+2. **The index saves when due**: the backend's fragment cache once
+   ``save_after()`` changes are unsaved (``WriteSession.save_caches``) — for
+   every commit, since a delete or a move changes the logs as a write does.
+   The memory-vector index is saved after COMMIT instead (step 6).
 
 After COMMIT (never on rollback):
 
@@ -33,6 +34,15 @@ After COMMIT (never on rollback):
    Fragments derive from content only, so a move, a retier or a confidence
    change derives none (a memory moved into the policy's scope gets its
    fragments at its next content write).
+6. **The vector index catches up** with what committed (extended, never
+   rebuilt) and, when due, is saved — outside the transaction and the writer
+   lock, so a save that takes seconds stalls no other writer or reader
+   (:meth:`~embedmind.backend.sqlite.hnsw.VectorIndex.catch_up`). Inside
+   :meth:`CommitPath.bulk` (``remember_many``) this runs on a worker thread,
+   overlapping the next batch, and the block ends only once the index holds
+   every batch; elsewhere a write leaves the catching up to the next search,
+   unless a save is due. It is a cache: a failure is logged, never raised,
+   since the mutation it follows is committed.
 
 Which field a method fills is the rule: content stored is ``written`` (a
 redaction: ``redacted``); a namespace or tier changed is ``placed``; any other
@@ -47,7 +57,9 @@ here too and record nothing.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +80,10 @@ from embedmind.plugins import notify_committed
 from embedmind.policies import EvictionPolicy, FragmentPolicy
 
 logger = logging.getLogger(__name__)
+
+CATCH_UP_AT = 256
+"""Memories a bulk block writes from which the vector index catches up with
+each commit even when this process has not loaded it yet."""
 
 SAVE_INDEX_AFTER = 20_000
 """Unsaved vector (or fragment) changes at which a commit also saves the index file (else at close).
@@ -171,6 +187,10 @@ class CommitPath:
 
     def __init__(self, parts: Parts) -> None:
         self._parts = parts
+        self._bulk = threading.local()
+        """Per calling thread: its catch-up worker (made at its first :meth:`bulk`
+        block and kept, since connections are per thread and a worker per block
+        would open one per block), whether a block is open, its pending catch-up."""
 
     @contextmanager
     def write(self) -> Iterator[Transaction]:
@@ -184,13 +204,44 @@ class CommitPath:
             yield tx
             done = self._before_commit(tx)
         self._after_commit(done)
+        self._catch_up()
+
+    @contextmanager
+    def bulk(self, size: int) -> Iterator[None]:
+        """Within the block, the vector index catches up with each commit on a worker thread.
+
+        Args:
+            size: How many memories the block is about to write; below
+                :data:`CATCH_UP_AT` an index this process has not loaded is
+                left for the first search to load.
+
+        usearch releases the GIL while it adds, so extending the graph with
+        batch *n* overlaps writing batch *n + 1*. At most one catch-up is in
+        flight (the next commit waits for it, outside its transaction); the
+        block ends once the index holds every commit, so the first search
+        after it has nothing to replay.
+        """
+        if self._vectors() is None or getattr(self._bulk, "pool", None) is not None:
+            yield  # text only, or nested: the outer block catches up
+            return
+        worker = getattr(self._bulk, "worker", None)
+        if worker is None:  # one per calling thread: none waits behind another's catch-up
+            worker = self._bulk.worker = ThreadPoolExecutor(1, thread_name_prefix="embedmind-index")
+        self._bulk.pool, self._bulk.pending, self._bulk.size = worker, None, size
+        try:
+            yield
+        finally:
+            pending, self._bulk.pool, self._bulk.pending = self._bulk.pending, None, None
+            if pending is not None:
+                pending.result()  # never raises: _quietly logs
 
     def _before_commit(self, tx: Transaction) -> list[Committed]:
         done = list(tx.records)
         evicted = self._evict(tx.session, done)
         if evicted:
             done.append(Committed("evict", deleted=evicted))
-        # Every commit, since a delete or a move changes the logs as a write does.
+        # Every commit, since a delete or a move changes the logs as a write does
+        # (the fragment index; the vector index saves after COMMIT, step 6).
         tx.session.save_caches(vector_save_after=self._parts.save_after())
         return done
 
@@ -199,6 +250,29 @@ class CommitPath:
             _count(self._parts.metrics, committed)
         notify_committed(self._parts.listener_store, [e for c in done for e in events_of(c)])
         self._derive_fragments([m for c in done for m in (*c.written, *c.redacted)])
+
+    def _vectors(self) -> Any:
+        """The backend's per-process vector index, if it keeps one (the SQLite backend)."""
+        return getattr(self._parts.backend, "vectors", None)
+
+    def _catch_up(self) -> None:
+        """Step 6: extend (and, when due, save) the vector index after COMMIT."""
+        vectors = self._vectors()
+        if vectors is None:
+            return
+        # The SQLite backend's database, which the cache reads and registers its file in.
+        save_after, db = self._parts.save_after(), self._parts.backend.database  # type: ignore[attr-defined]
+        pool = getattr(self._bulk, "pool", None)
+        # A few writes to a store whose index this process never loaded leave
+        # the loading to the first search (it may be a million vectors).
+        wanted = vectors.loaded or getattr(self._bulk, "size", 0) >= CATCH_UP_AT
+        if pool is None or not wanted:
+            _quietly(vectors.catch_up, db, save_after=save_after, extend=False)
+            return
+        pending = self._bulk.pending
+        if pending is not None:
+            pending.result()  # one in flight: the index never falls far behind
+        self._bulk.pending = pool.submit(_quietly, vectors.catch_up, db, save_after=save_after)
 
     def _evict(self, session: WriteSession, done: Sequence[Committed]) -> tuple[str, ...]:
         """Cap-cull: the oldest memories beyond the cap in each group a memory entered."""
@@ -256,6 +330,14 @@ def _count(metrics: Any, c: Committed) -> None:
         emit(metrics, "delete")
     for change in c.expired:
         emit(metrics, "sweep_expired", change.tier)
+
+
+def _quietly(catch_up: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+    """Run a catch-up of a derived index; log, never raise (the write it follows committed)."""
+    try:
+        catch_up(*args, **kwargs)
+    except Exception:
+        logger.warning("the vector index did not catch up (the next search will)", exc_info=True)
 
 
 def emit(metrics: Any, event: str, *args: Any) -> None:

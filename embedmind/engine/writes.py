@@ -16,7 +16,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from embedmind import drafts
+from embedmind import batch_drafts, drafts
 from embedmind.backend.protocol import ReadSession
 from embedmind.checks import is_int
 from embedmind.embedders.adapt import normalized_one
@@ -145,21 +145,54 @@ def remember_many(
     if isinstance(drafts_, str | bytes) or not isinstance(drafts_, Iterable):
         raise InvalidInputError("drafts", "expected an iterable of drafts")
     at = resolve_now(now)
-    prepared, given = [], []
-    for i, item in enumerate(drafts_):
-        if i >= MAX_DRAFTS:
-            raise InvalidInputError("drafts", f"more than {MAX_DRAFTS} in one call")
-        draft = drafts.coerce_draft(item, i)
-        prepared.append(drafts.prepare(draft, at))
-        given.append(_given_vector(draft.vector, engine.embedder, i))
+    prepared, given = _prepare_all(engine, drafts_, at)
     stored: list[Memory] = []
     bar = tqdm(total=len(prepared), disable=not show_progress, unit="memory")
-    with bar:
+    with bar, engine.commit.bulk(len(prepared)):
         starts = list(range(0, len(prepared), batch_size))
         for batch, embedded in _embedded_batches(engine, prepared, given, starts, batch_size):
             stored += commit_batch(engine, batch, embedded)
             bar.update(len(batch))
     return stored
+
+
+def _prepare_all(
+    engine: Engine, items: Iterable[Draft | str | dict[str, Any]], at: int
+) -> tuple[list[drafts.Prepared], list[object | None]]:
+    """Validate every draft, the given vectors as one matrix (:mod:`embedmind.batch_drafts`).
+
+    The first invalid item raises, as if each were checked in turn: a draft's
+    own fields before the vectors of the drafts after it.
+    """
+    prepared: list[drafts.Prepared] = []
+    raw: list[object] = []  # the given vectors, checked together below
+    where: list[int] = []
+    try:
+        for i, item in enumerate(items):
+            if i >= MAX_DRAFTS:
+                raise InvalidInputError("drafts", f"more than {MAX_DRAFTS} in one call")
+            draft = drafts.coerce_draft(item, i)
+            prepared.append(drafts.prepare(draft, at))
+            if draft.vector is not None:
+                if engine.embedder is None:
+                    raise InvalidInputError(f"drafts[{i}].vector", "the store has no embedder")
+                raw.append(draft.vector)
+                where.append(i)
+    except Exception:
+        # An earlier draft's bad vector is the first error, as one by one.
+        _check_given(engine, raw, where)
+        raise
+    given: list[object | None] = [None] * len(prepared)
+    for i, row in zip(where, _check_given(engine, raw, where), strict=True):
+        given[i] = row
+    return prepared, given
+
+
+def _check_given(engine: Engine, raw: list[object], where: list[int]) -> list[object]:
+    if not raw:
+        return []
+    assert engine.embedder is not None  # checked while collecting
+    return list(batch_drafts.unit_rows(raw, engine.embedder.dims, where))
 
 
 def commit_batch(

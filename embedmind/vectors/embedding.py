@@ -54,13 +54,32 @@ def embed_contents(
         if vector is None:
             texts += [content[start:end] for start, end in spans]
     matrix = normalized(embedder.embed_documents(texts), embedder.dims) if texts else None
+    mine = iter(_given_rows([v for v in given if v is not None], embedder.dims))
     out: list[Embedded] = []
     row = 0
     for spans, vector in zip(plans, given, strict=True):
         if vector is not None:
-            out.append(Embedded(spans, normalized(vector, embedder.dims)))
+            out.append(Embedded(spans, next(mine)))
             continue
         assert matrix is not None  # texts were embedded above
         out.append(Embedded(spans, np.ascontiguousarray(matrix[row : row + len(spans)])))
         row += len(spans)
     return out
+
+
+def _given_rows(vectors: list[object], dims: int) -> list[Vectors]:
+    """Each given vector as a ``(1, dims)`` unit row, normalised as one matrix when they stack.
+
+    Row by row or stacked, each row goes through the same float64 arithmetic,
+    so the result is the same bits; stacking saves a numpy round trip per vector.
+    """
+    if not vectors:
+        return []
+    try:
+        stacked = np.stack([np.asarray(v) for v in vectors])
+    except (TypeError, ValueError):  # ragged or odd: one at a time
+        stacked = None
+    if stacked is None or stacked.ndim != 2:
+        return [normalized(v, dims) for v in vectors]
+    unit = normalized(stacked, dims)
+    return [unit[i : i + 1] for i in range(len(vectors))]

@@ -9,6 +9,15 @@ before usearch sees a byte, since a corrupt file can crash the loader — and
 otherwise rebuilds from the durable vectors. Saves go to a temporary file that
 is fsynced and renamed into place before the registry is updated, and never
 touch a memory-mapped index (usearch's ``view`` is not used at all).
+
+Writes catch the index up *after* they commit (:meth:`VectorIndex.catch_up`,
+called by the commit path, on a worker thread during ``remember_many``): the
+graph is extended with the committed vectors, never rebuilt, and the periodic
+save (:meth:`VectorIndex.save_snapshot`) serialises the index outside the
+writer lock, writes the file, and only then registers it in a short write
+transaction of its own. The SQLite rows are the truth; a save that is lost
+(a crash, a race with another process's save) leaves an unregistered or
+mismatched file, which the next open rebuilds or replays from the log.
 """
 
 from __future__ import annotations
@@ -29,6 +38,8 @@ from embedmind.errors import StorageError
 
 if TYPE_CHECKING:
     from usearch.index import Index
+
+    from embedmind.backend.sqlite.database import Database
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +106,8 @@ class VectorIndex:
         rebuild at every open until the next vector write (found by R3,
         tests/reliability/test_power_loss.py)."""
         self._lock = threading.RLock()
+        self._save_lock = threading.Lock()
+        """Serialises this process's out-of-transaction saves (one file, one writer)."""
         self._retry_at = 0.0
         """Monotonic time before which a save is not attempted again (after one failed)."""
         self.rebuilt = 0
@@ -292,6 +305,100 @@ class VectorIndex:
             # registry entry written there is no way to tell later whether they
             # committed: drop it, the next sync reloads from the committed state.
             self._index, self._provisional = None, None
+            self._retry_at = time.monotonic() + SAVE_RETRY_SECONDS
+            return None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether this process holds the index in memory (loaded or built)."""
+        return self._index is not None
+
+    def catch_up(self, db: Database, *, save_after: int, extend: bool = True) -> None:
+        """Extend the in-memory index with what has committed; save it once enough is unsaved.
+
+        Called after a write committed, outside its transaction and the writer
+        lock: the graph gains the new vectors (usearch adds on every core), so
+        the next search finds nothing to replay.
+
+        Args:
+            db: The store's database (a read transaction, then a short write one
+                to register a saved file).
+            save_after: Unsaved log entries at which the file is saved
+                (:meth:`save_snapshot`).
+            extend: Bring the in-memory index up to date even when no save is
+                due (``False``: leave that to the next search).
+        """
+        with db.read() as conn:
+            if extend:
+                self.sync(conn)
+            due = self.file_path is not None and self.unsaved(conn) >= save_after
+        if due:
+            self.save_snapshot(db)
+
+    def save_snapshot(self, db: Database) -> bool:
+        """Save the committed index outside any write transaction, then register it.
+
+        The index is serialised to memory under this object's lock (searches
+        wait that long, never for the disk), the file is written and fsynced
+        with no lock held, and the registry row and the log trim commit in a
+        write transaction of their own that only touches two small tables. A
+        save that fails or loses a race only leaves the registry as it was.
+
+        Returns:
+            Whether a file was written and registered.
+        """
+        if self.file_path is None or time.monotonic() < self._retry_at:
+            return False
+        if not self._save_lock.acquire(blocking=False):
+            return False  # another thread of this process is saving it right now
+        try:
+            with db.read() as conn, self._lock:
+                self.sync(conn)
+                index, applied = self._index, self._applied
+                if index is None:
+                    return False
+                entry = vector_rows.index_file(conn, self.space.index_name)
+                if entry is not None and entry.seq >= applied and self._from_file:
+                    return False
+                data = self._serialise(index)
+            saved = self._write_snapshot(data)
+            if saved is None:
+                return False
+            size, checksum = saved
+            with db.write() as conn:
+                entry = vector_rows.index_file(conn, self.space.index_name)
+                if entry is not None and entry.seq > applied:
+                    return False  # another process registered a newer save meanwhile
+                vector_rows.record_index_file(
+                    conn, self.space.index_name, vector_rows.IndexFile(applied, checksum, size)
+                )
+                vector_rows.trim_log(conn, applied, self.space)
+            with self._lock:
+                if self._index is index:
+                    self._from_file = True
+            return True
+        finally:
+            self._save_lock.release()
+
+    def _serialise(self, index: Index) -> bytes:
+        data = index.save()
+        assert data is not None  # save() without a path returns the bytes
+        return bytes(data)
+
+    def _write_snapshot(self, data: bytes) -> tuple[int, str] | None:
+        """Write serialised bytes as the index file; ``None`` (logged) when it failed."""
+        assert self.file_path is not None  # checked by save_snapshot
+
+        def write(temp: str) -> None:
+            with open(temp, "wb") as handle:
+                handle.write(data)
+
+        try:
+            return fileio.write_atomically(self.file_path, write)
+        except StorageError as e:
+            # Only committed vectors are in this index: it stays, unlike after
+            # a failed in-transaction save (see _write_file).
+            logger.warning("index not saved (rebuilt or replayed at the next open): %s", e)
             self._retry_at = time.monotonic() + SAVE_RETRY_SECONDS
             return None
 

@@ -136,17 +136,43 @@ def write_blocks(conn: apsw.Connection, writes: Sequence[BlockWrite], version: i
             inserts.append(values)
         else:
             updates.append((*values, block_id))
+    # Updates first: a split lowers the old block's first key, and the new upper
+    # block takes the old first key, which (term_id, first_key) holds unique.
+    if updates:
+        conn.executemany(
+            "UPDATE lex_blocks SET term_id = ?, first_key = ?, count = ?, max_tf = ?, "
+            "min_length = ?, version = ?, data = ? WHERE block_id = ?",
+            updates,
+        )
     if inserts:
         conn.executemany(
             "INSERT INTO lex_blocks (term_id, first_key, count, max_tf, min_length, version, data) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             inserts,
         )
+
+
+EncodedBlock = tuple[int | None, int, int, int, int, int, bytes]
+"""``(block_id or None, term_id, first_key, count, max_tf, min_length, data)``, encoded."""
+
+
+def write_encoded(conn: apsw.Connection, blocks: Sequence[EncodedBlock], version: int) -> None:
+    """Insert or overwrite blocks whose bounds and bytes are computed already."""
+    inserts = [(t, f, c, m, n, version, d) for b, t, f, c, m, n, d in blocks if b is None]
+    updates = [(t, f, c, m, n, version, d, b) for b, t, f, c, m, n, d in blocks if b is not None]
+    # Updates first: a split lowers the old block's first key, and the new upper
+    # block takes the old first key, which (term_id, first_key) holds unique.
     if updates:
         conn.executemany(
             "UPDATE lex_blocks SET term_id = ?, first_key = ?, count = ?, max_tf = ?, "
             "min_length = ?, version = ?, data = ? WHERE block_id = ?",
             updates,
+        )
+    if inserts:
+        conn.executemany(
+            "INSERT INTO lex_blocks (term_id, first_key, count, max_tf, min_length, version, data) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            inserts,
         )
 
 
@@ -266,6 +292,18 @@ def put_docs(
         packed = np.asarray([*pairs, *extra], dtype="<i8").reshape(-1, 2).tobytes()
         rows.append((key, length, packed))
     conn.executemany("INSERT INTO lex_docs (key, length, terms) VALUES (?, ?, ?)", rows)
+
+
+def put_packed_docs(conn: apsw.Connection, docs: Sequence[tuple[int, int, bytes]]) -> None:
+    """Record documents whose ``terms`` blob is packed already (:func:`pack_links` appended)."""
+    conn.executemany("INSERT INTO lex_docs (key, length, terms) VALUES (?, ?, ?)", docs)
+
+
+def pack_links(links: Links | None) -> bytes:
+    """The ``(-1, previous)``, ``(-2, next)`` pairs of a document's term list, packed."""
+    if links is None:
+        return b""
+    return np.asarray(_link_pairs(links), dtype="<i8").reshape(-1, 2).tobytes()
 
 
 def _link_pairs(links: Links) -> list[tuple[int, int]]:

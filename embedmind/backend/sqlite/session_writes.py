@@ -251,9 +251,9 @@ class SqliteWrite(SqliteRead):
         vector_rows.forget_index_files(self.conn)
 
     def save_caches(self, *, vector_save_after: int) -> None:
-        vectors = self.parts.vectors
-        if vectors is not None and vectors.unsaved(self.conn) >= vector_save_after:
-            vectors.save(self.conn)
+        # The memory-vector index is saved after COMMIT, outside the writer lock
+        # (VectorIndex.catch_up, called by the commit path): serialising it here
+        # stalled every other writer and reader for seconds.
         fragments = self.parts.fragment_vectors
         if fragments is not None and fragments.file_path is not None:
             unsaved = fragments.unsaved(self.conn)

@@ -12,7 +12,6 @@ gain the expansions of the keys it holds, at a reduced weight.
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -23,16 +22,14 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.backend.sqlite import alias_rows, postings, session_rows
-from embedmind.backend.sqlite.blocks import BLOCK_SIZE, Postings, concat, make
+from embedmind.backend.sqlite import alias_rows, bulk_postings, postings, session_rows
+from embedmind.backend.sqlite.blocks import BLOCK_SIZE, Postings, concat
 from embedmind.backend.sqlite.lexical import context
 from embedmind.lexical import aliases, bm25, maxscore
 from embedmind.lexical.aliases import Table, fields
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.maxscore import TermList
 
-MERGE_BELOW = 128
-"""A term's last block is topped up with new postings only while it holds fewer than this."""
 CACHE_POSTINGS = 2_000_000
 """Postings kept decoded per cache level (about 14 bytes each)."""
 
@@ -184,36 +181,33 @@ class LexicalIndex:
         return (None, None) if entry is None else entry[3]
 
     def _put(self, conn: apsw.Connection, entries: Sequence[context.Entry], version: int) -> None:
-        """Write the postings of documents that are not indexed (weighted counts given)."""
+        """Write the postings of documents that are not indexed (weighted counts given).
+
+        The whole batch at once (:mod:`embedmind.backend.sqlite.bulk_postings`);
+        only postings of re-indexed older documents that land between a term's
+        existing keys are merged one at a time.
+        """
         if not entries:
             return
         terms = {term for entry in entries for term in entry.counts}
         ids = {term: row.term_id for term, row in postings.lookup_terms(conn, terms).items()}
         ids.update(postings.create_terms(conn, sorted(terms - ids.keys()), version))
-        triples = _Triples()
-        rows = []
-        for entry in entries:
-            term_ids = [ids[term] for term in entry.counts]
-            tfs = list(entry.counts.values())
-            length = sum(tfs)
-            rows.append((entry.key, length, list(zip(term_ids, tfs, strict=True))))
-            if term_ids:
-                triples.add(entry.key, length, term_ids, tfs)
-        postings.put_docs(conn, rows, [entry.links for entry in entries])
-        postings.add_stats(conn, len(rows), sum(length for _, length, _ in rows))
-        if not triples.terms:
-            return
-        per_term = triples.by_term()
-        lasts = postings.last_blocks(conn, [term_id for term_id, _ in per_term])
-        appends: list[postings.BlockWrite] = []
-        for term_id, new in per_term:
-            last = lasts.get(term_id)
-            if last is None or new.keys[0] > last.postings.keys[-1]:
-                appends += _append(term_id, last, new)
-            else:  # re-indexed old keys land between existing ones
-                _insert_between(conn, term_id, new, version)
-        postings.write_blocks(conn, appends, version)
-        postings.add_dfs(conn, [(term_id, len(new)) for term_id, new in per_term], version)
+        total = sum(len(entry.counts) for entry in entries)
+        term_ids = np.fromiter((ids[t] for e in entries for t in e.counts), np.int64, total)
+        tfs = np.fromiter((tf for e in entries for tf in e.counts.values()), np.int64, total)
+        per_doc = [len(entry.counts) for entry in entries]
+        lengths = [sum(entry.counts.values()) for entry in entries]
+        pairs = np.column_stack([term_ids, tfs]).astype("<i8")
+        docs, at = [], 0
+        for entry, n, length in zip(entries, per_doc, lengths, strict=True):
+            packed = pairs[at : at + n].tobytes() + postings.pack_links(entry.links)
+            docs.append((entry.key, length, packed))
+            at += n
+        postings.put_packed_docs(conn, docs)
+        postings.add_stats(conn, len(docs), sum(lengths))
+        batch = bulk_postings.Batch.of([e.key for e in entries], lengths, per_doc, term_ids, tfs)
+        for term_id, new in bulk_postings.write(conn, batch, version):
+            _insert_between(conn, term_id, new, version)
 
     def _drop(self, conn: apsw.Connection, key: int, version: int) -> postings.Links | None:
         """Drop one document's postings; return the links they were built with."""
@@ -294,53 +288,6 @@ class LexicalIndex:
             self._blocks = _LRU[Postings](CACHE_POSTINGS)
 
 
-class _Triples:
-    """(term, document, tf, length) postings of a batch, grouped by term with numpy."""
-
-    def __init__(self) -> None:
-        self.terms: list[int] = []
-        self.keys: list[int] = []
-        self.tfs: list[int] = []
-        self.lengths: list[int] = []
-
-    def add(self, key: int, length: int, term_ids: list[int], tfs: list[int]) -> None:
-        self.terms += term_ids
-        self.tfs += tfs
-        self.keys += [key] * len(term_ids)
-        self.lengths += [length] * len(term_ids)
-
-    def by_term(self) -> list[tuple[int, Postings]]:
-        terms = np.asarray(self.terms, dtype=np.int64)
-        keys = np.asarray(self.keys, dtype=np.int64)
-        order = np.lexsort((keys, terms))
-        terms, everything = terms[order], make(self.keys, self.tfs, self.lengths)
-        everything = Postings(
-            everything.keys[order], everything.tfs[order], everything.lengths[order]
-        )
-        bounds = [0, *(np.flatnonzero(np.diff(terms)) + 1).tolist(), len(terms)]
-        return [
-            (int(terms[start]), everything.slice(start, stop))
-            for start, stop in itertools.pairwise(bounds)
-        ]
-
-
-def _append(
-    term_id: int, last: postings.BlockRow | None, new: Postings
-) -> list[postings.BlockWrite]:
-    """Block writes that append ``new`` (all keys above the term's last key)."""
-    writes: list[postings.BlockWrite] = []
-    start = 0
-    # Top up only a small last block: rewriting a full one would cost a whole
-    # block of I/O per term per write, the dominant cost of ingest.
-    if last is not None and len(last.postings) < MERGE_BELOW:
-        start = BLOCK_SIZE - len(last.postings)
-        merged = concat([last.postings, new.slice(0, start)])
-        writes.append((last.block_id, term_id, last.first_key, merged))
-    for chunk in _chunks(new, start):
-        writes.append((None, term_id, int(chunk.keys[0]), chunk))
-    return writes
-
-
 def _insert_between(conn: apsw.Connection, term_id: int, new: Postings, version: int) -> None:
     """Merge postings whose keys fall inside the term's existing range, one at a time."""
     for i in range(len(new)):
@@ -365,11 +312,6 @@ def _insert_between(conn: apsw.Connection, term_id: int, new: Postings, version:
             ],
             version,
         )
-
-
-def _chunks(postings: Postings, start: int) -> Iterator[Postings]:
-    for offset in range(start, len(postings), BLOCK_SIZE):
-        yield postings.slice(offset, min(offset + BLOCK_SIZE, len(postings)))
 
 
 def best_first(scored: Scored, first: int) -> Iterator[npt.NDArray[np.int64]]:
