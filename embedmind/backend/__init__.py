@@ -1,0 +1,1 @@
+"""Storage backends: what the engine runs on (SQLite by default, PostgreSQL as an extra)."""
