@@ -158,7 +158,7 @@ def _exact(
     cap: int | None,
 ) -> list[Hit]:
     # ``embedding <=> q`` (no cast) matches no index expression: an exact scan.
-    per_memory = sql.SQL("")
+    per_memory: sql.Composable = sql.SQL("")
     if cap is not None:
         per_memory = sql.SQL("WHERE rank <= {}").format(sql.Literal(int(cap)))
     query = sql.SQL(
