@@ -1,0 +1,85 @@
+"""Memory rows in PostgreSQL: batch inserts with COPY, loads by key.
+
+The engine prepares every field (validated ids, namespaces in NFC, times in
+UTC microseconds, the content fingerprint) before a write; this module only
+moves rows. ``insert`` is one ``COPY`` per batch (``remember_many`` batches
+are one round trip, not one per row), returning the keys PostgreSQL assigned
+in the batch's order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg.rows import TupleRow
+
+Conn = psycopg.Connection[TupleRow]
+
+COLUMNS = (
+    "id", "namespace", "content", "metadata", "tags", "tier", "level", "agent", "session_id",
+    "created_at", "updated_at", "valid_from", "valid_to", "expires_at", "confidence",
+    "fingerprint",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NewRow:
+    """The stored fields of a memory about to be inserted (times in UTC µs)."""
+
+    id: str
+    namespace: str
+    content: str
+    created_at: int
+    fingerprint: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: Sequence[str] = ()
+    tier: str = "semantic"
+    level: str = "explicit"
+    agent: str = ""
+    session_id: str | None = None
+    updated_at: int | None = None
+    valid_from: int | None = None
+    valid_to: int | None = None
+    expires_at: int | None = None
+    confidence: float = 1.0
+
+    def values(self) -> tuple[Any, ...]:
+        """The row in :data:`COLUMNS` order."""
+        return (
+            self.id, self.namespace, self.content, json.dumps(self.metadata), list(self.tags),
+            self.tier, self.level, self.agent, self.session_id, self.created_at,
+            self.created_at if self.updated_at is None else self.updated_at,
+            self.created_at if self.valid_from is None else self.valid_from,
+            self.valid_to, self.expires_at, self.confidence, self.fingerprint,
+        )  # fmt: skip
+
+
+def insert(conn: Conn, rows: Sequence[NewRow]) -> list[int]:
+    """Insert rows in one ``COPY`` (inside the caller's transaction); their keys, in order.
+
+    Ids must be free (the engine checks, and ``memories.id`` is unique: a
+    race with another writer ends in a unique violation, which rolls the whole
+    batch back).
+    """
+    if not rows:
+        return []
+    with conn.cursor() as cur:
+        with cur.copy(f"COPY memories ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row.values())
+        found: dict[str, int] = dict(
+            cur.execute(
+                "SELECT id, key FROM memories WHERE id = ANY(%s)", ([r.id for r in rows],)
+            ).fetchall()
+        )
+    return [int(found[r.id]) for r in rows]
+
+
+def keys_of(conn: Conn, ids: Sequence[str]) -> dict[str, int]:
+    """``id -> key`` of the rows holding any of ``ids``."""
+    rows = conn.execute("SELECT id, key FROM memories WHERE id = ANY(%s)", (list(ids),))
+    return {str(i): int(k) for i, k in rows}
