@@ -20,7 +20,7 @@ from embedmind.checks import is_number, no_surrogates
 from embedmind.errors import InvalidInputError
 from embedmind.ids import new_ulid, validate_id
 from embedmind.model import Draft, Level, Tier
-from embedmind.namespaces import normalize_namespace
+from embedmind.query.scope import normalize_namespace
 
 MAX_CONTENT_BYTES = 1 << 20
 """Largest content accepted, in UTF-8 bytes (1 MiB); longer texts belong in fragments."""

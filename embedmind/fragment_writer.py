@@ -14,17 +14,16 @@ from typing import Protocol
 
 import apsw
 
+from embedmind.backend.sqlite import fragment_rows as rows
+from embedmind.backend.sqlite import records, vector_rows
+from embedmind.backend.sqlite.database import Database
+from embedmind.backend.sqlite.vector_rows import FRAGMENTS
 from embedmind.chunking import Chunker
 from embedmind.embedders.adapt import normalized
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import InvalidInputError
 from embedmind.model import Memory
 from embedmind.policies import FragmentPolicy
-from embedmind.storage import fragments as rows
-from embedmind.storage import records
-from embedmind.storage import vectors as vector_rows
-from embedmind.storage.database import Database
-from embedmind.storage.vectors import FRAGMENTS
 
 logger = logging.getLogger(__name__)
 

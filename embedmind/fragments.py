@@ -8,7 +8,7 @@ and ``query`` returns hits best first with the per-record cap applied while
 selecting. Memory recall stays record-granular; fragments are a separate
 index. Vectors are durable in SQLite and indexed by a derived usearch index
 under the same rules as the memory vectors, through the same machinery
-(:class:`~embedmind.vectors.hnsw.VectorIndex`): the file ``NAME.mind-fragments``
+(:class:`~embedmind.backend.sqlite.hnsw.VectorIndex`): the file ``NAME.mind-fragments``
 is registered with its checksum in ``index_files``, trusted only when it
 verifies, caught up by replaying ``fragment_log``, and saved with the memory
 index's policy — inside a write once ``SAVE_INDEX_AFTER`` changes are unsaved,
@@ -26,20 +26,20 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from embedmind import store_writes
+from embedmind.backend.sqlite import fragment_rows as rows
+from embedmind.backend.sqlite import records, vector_rows
+from embedmind.backend.sqlite.hnsw import VectorIndex
+from embedmind.backend.sqlite.selection_sql import compile_selection
+from embedmind.backend.sqlite.vector_rows import FRAGMENTS
+from embedmind.backend.sqlite.vector_search import nearest_capped
 from embedmind.checks import an_int, is_int, no_surrogates
 from embedmind.drafts import query_text
 from embedmind.embedders.adapt import normalized, normalized_one
 from embedmind.errors import EmbedmindError, InvalidInputError, NotFoundError
 from embedmind.ids import validate_id
 from embedmind.model import NamespaceScope, Where
-from embedmind.storage import fragments as rows
-from embedmind.storage import records
-from embedmind.storage import vectors as vector_rows
-from embedmind.storage.selection import Selection
-from embedmind.storage.vectors import FRAGMENTS
+from embedmind.query.selection import Selection
 from embedmind.timestamps import resolve_now
-from embedmind.vectors.hnsw import VectorIndex
-from embedmind.vectors.search import nearest_capped
 
 if TYPE_CHECKING:
     from embedmind.store import Store
@@ -82,10 +82,9 @@ Fragment = tuple[Locator | tuple[int, int], Sequence[float] | str]
 class Fragments:
     """The fragment index of one store (``store.fragments``)."""
 
-    def __init__(self, store: Store, dims: int | None) -> None:
+    def __init__(self, store: Store, index: VectorIndex | None) -> None:
         self._store = store
-        file_path = store._db.sibling("-fragments")  # beside the real file (symlinked names)
-        self.index = None if dims is None else VectorIndex(file_path, dims, space=FRAGMENTS)
+        self.index = index
 
     def put(self, record_id: str, fragments: Sequence[Fragment]) -> int:
         """Replace all of a record's fragments; return how many it now holds.
@@ -144,7 +143,7 @@ class Fragments:
                 max_per_record, "max_per_record", low=1, message="expected a positive int or None"
             )
         vector = self._query_vector(query, index.dims)
-        condition = Selection(resolve_now(now), namespace, where).compile()
+        condition = compile_selection(Selection.of(resolve_now(now), namespace, where))
         with self._store._db.read() as conn:
             found = nearest_capped(
                 conn, index, vector, condition, k, max_per_record, FRAGMENTS, rescore=True

@@ -41,3 +41,15 @@ def records_committed(store: Any, events: Sequence[Any]) -> None:
 @hookspec(firstresult=True)
 def rerank(query: str, hits: Sequence[Any]) -> Sequence[Any] | None:
     """Return the hits in a new order (or ``None`` to leave them); the first answer wins."""
+
+
+@hookspec
+def register_backends(register: Callable[..., None]) -> None:
+    """Register storage backends: ``register(name, factory, *, aliases=())``.
+
+    ``factory`` follows :class:`embedmind.backend.protocol.BackendFactory`: it
+    ``claims(location)`` the paths or URLs it opens and ``open(options)``s them;
+    ``Store.open`` asks the factories in registration order. The built-in
+    SQLite backend registers here too and claims every location that is not a
+    URL (``"memories.mind"``, ``":memory:"``).
+    """

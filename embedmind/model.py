@@ -138,11 +138,16 @@ class ChannelScore:
         via_context: On the ``text`` channel, with ``explain=True``: the query
             terms the memory matched only through its dialog neighbours (session
             context), not through its own words. Empty otherwise.
+        via_widening: On the ``text`` channel of ``recall(..., widen=True)``:
+            the key term whose sub-query brought the memory into the lexical
+            list (it was not among the primary query's first candidates; its
+            ``raw`` is still the primary query's score). Empty otherwise.
     """
 
     rank: int
     raw: float
     via_context: tuple[str, ...] = ()
+    via_widening: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,13 @@ from embedmind.errors import InvalidInputError
 
 logger = logging.getLogger(__name__)
 GROUP = "embedmind"
-BUILT_IN = ("embedmind.default_plugins.embedders", "embedmind.default_plugins.chunkers")
+BUILT_IN_BACKEND = "sqlite"
+"""Asked last: it claims every plain path, so a plugin may claim what it serves first."""
+BUILT_IN = (
+    "embedmind.default_plugins.embedders",
+    "embedmind.default_plugins.chunkers",
+    "embedmind.default_plugins.backends",
+)
 
 
 @dataclass
@@ -37,6 +43,7 @@ class Registry:
     embedders: dict[str, Callable[[], Any]] = field(default_factory=dict)
     chunkers: dict[str, Callable[..., Any]] = field(default_factory=dict)
     adapters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    backends: dict[str, Any] = field(default_factory=dict)
     loaded: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
 
@@ -94,6 +101,7 @@ def registry() -> Registry:
             pm.hook.register_embedders(register=_registrar(found.embedders, "embedder"))
             pm.hook.register_chunkers(register=_registrar(found.chunkers, "chunker"))
             pm.hook.register_adapters(register=_adapter_registrar(found.adapters))
+            pm.hook.register_backends(register=_backend_registrar(found.backends))
             _registry = found
         return _registry
 
@@ -107,6 +115,22 @@ def _registrar(target: dict[str, Any], kind: str) -> Callable[..., None]:
                 logger.warning("%s %r registered twice; keeping the first", kind, key)
                 continue
             target[key] = obj
+
+    return register
+
+
+def _backend_registrar(target: dict[str, Any]) -> Callable[..., None]:
+    def register(name: str, factory: Any, *, aliases: Sequence[str] = ()) -> None:
+        opens = callable(getattr(factory, "claims", None)) and callable(
+            getattr(factory, "open", None)
+        )
+        if not isinstance(name, str) or not name or not opens:
+            raise InvalidInputError("backend", "a backend needs a name and claims()/open()")
+        for key in (name, *aliases):
+            if key in target:
+                logger.warning("backend %r registered twice; keeping the first", key)
+                continue
+            target[key] = factory
 
     return register
 
@@ -151,6 +175,30 @@ def resolve_embedder(embedder: object) -> Any:
         known = ", ".join(sorted(registry().embedders)) or "none"
         raise InvalidInputError("embedder", f"no embedder named {embedder!r} (registered: {known})")
     return factory()
+
+
+def backend_for(location: str) -> Any:
+    """The registered backend factory that claims ``location`` (a path or URL).
+
+    Plugin backends are asked before the built-in SQLite one, so a plugin may
+    claim a scheme; the first that claims the location wins.
+
+    Raises:
+        InvalidInputError: When no registered backend opens ``location`` (a URL
+            whose scheme no installed backend serves, such as ``postgresql://``).
+    """
+    factories = list(registry().backends.items())
+    factories.sort(key=lambda item: item[0] == BUILT_IN_BACKEND)
+    for _, factory in factories:
+        if factory.claims(location):
+            return factory
+    scheme = location.split("://", 1)[0]
+    known = ", ".join(sorted({name for name, _ in factories})) or "none"
+    raise InvalidInputError(
+        "path",
+        f"no storage backend opens {scheme}:// locations (registered: {known}); install "
+        "the plugin that provides it, or pass a file path such as 'memories.mind'",
+    )
 
 
 def chunkers() -> dict[str, Callable[..., Any]]:

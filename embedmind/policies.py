@@ -13,7 +13,7 @@ from embedmind.checks import an_int
 from embedmind.chunking import BUILT_IN, Chunker
 from embedmind.errors import InvalidInputError
 from embedmind.model import Memory, Tier
-from embedmind.namespaces import in_scope, normalize_scope
+from embedmind.query.scope import in_scope, normalize_scope
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 About one LoCoMo question in nine names a date ("on 8 May, 2023", "in July
 2023", "last week"). Recall can use the windows as one more fused list over
 the candidates the content channels found (``temporal`` in
-:mod:`embedmind.recall`): the candidates created within a window move up;
+:mod:`embedmind.engine.recall`): the candidates created within a window move up;
 nothing outside the candidates is brought in, and a query without a date is
 not changed at all.
 

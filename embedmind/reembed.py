@@ -30,16 +30,14 @@ from collections.abc import Iterator
 import apsw
 from tqdm.auto import tqdm
 
+from embedmind.backend.sqlite import fileio, fragment_rows, records, vector_rows
+from embedmind.backend.sqlite.database import Database, normalize_path
+from embedmind.backend.sqlite.vector_rows import FRAGMENTS
 from embedmind.checks import an_int
 from embedmind.embedders.adapt import DEFAULT, identity, normalized, resolve
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import ConflictError, EmbedderMismatchError, InvalidInputError
 from embedmind.plugins import registered_name, resolve_embedder
-from embedmind.storage import fileio, records
-from embedmind.storage import fragments as fragment_rows
-from embedmind.storage import vectors as vector_rows
-from embedmind.storage.database import Database, normalize_path
-from embedmind.storage.vectors import FRAGMENTS
 from embedmind.vectors.embedding import embed_contents
 
 logger = logging.getLogger(__name__)

@@ -12,25 +12,24 @@ from types import TracebackType
 from typing import Any
 
 from embedmind import store_writes
-from embedmind.commit import CommitPath, Parts
+from embedmind.backend.sqlite.backend import FACTORY as SQLITE
+from embedmind.backend.sqlite.backend import SqliteBackend
+from embedmind.backend.sqlite.connection import Synchronous
+from embedmind.backend.sqlite.hnsw import VectorIndex
+from embedmind.backend.values import OpenOptions
 from embedmind.embedders.adapt import DEFAULT, identity, resolve
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine.commit import CommitPath, Parts
 from embedmind.errors import EmbedderMismatchError, InvalidInputError, StorageError
 from embedmind.fragments import Fragments
-from embedmind.lexical.index import LexicalIndex
-from embedmind.plugins import embedder_factory, resolve_embedder
+from embedmind.plugins import backend_for, embedder_factory, resolve_embedder
 from embedmind.policies import EvictionPolicy, FragmentPolicy
-from embedmind.storage import records, sessions
-from embedmind.storage import vectors as vector_rows
-from embedmind.storage.connection import Synchronous
-from embedmind.storage.database import Database, normalize_path
 from embedmind.store_graph import GraphMethods
 from embedmind.store_lifecycle import LifecycleMethods
 from embedmind.store_maintenance import MaintenanceMethods
 from embedmind.store_reads import ReadMethods
 from embedmind.store_transfer import TransferMethods
 from embedmind.store_writes import WriteMethods
-from embedmind.vectors.hnsw import VectorIndex
 
 logger = logging.getLogger(__name__)
 
@@ -52,27 +51,29 @@ class Store(
 
     def __init__(
         self,
-        database: Database,
+        backend: SqliteBackend,
         embedder: Embedder | None,
         metrics: Any = None,
         fragment_policy: FragmentPolicy | None = None,
         eviction: EvictionPolicy | None = None,
     ) -> None:
+        self._backend = backend
+        if embedder is not None:
+            backend.configure_vectors(embedder.dims)
+        database = backend.database
         self._db = database
-        self._lexical = LexicalIndex()
+        self._lexical = backend.lexical
         self._embedder = embedder
         self._metrics = metrics
-        self._vectors: VectorIndex | None = None
-        if embedder is not None:
-            self._vectors = VectorIndex(database.sibling("-vectors"), embedder.dims)
-        self.fragments = Fragments(self, None if embedder is None else embedder.dims)
+        self._vectors: VectorIndex | None = backend.vectors
+        self.fragments = Fragments(self, backend.fragment_vectors)
         """The fragment index (see :class:`embedmind.fragments.Fragments`)."""
         self._fragment_policy = fragment_policy
         self._chunker = None if fragment_policy is None else fragment_policy.resolve()
         self._eviction = eviction
         self._commit = CommitPath(
             Parts(
-                database, self._lexical, self._vectors, self.fragments, embedder, metrics,
+                backend, database, self._lexical, self._vectors, self.fragments, embedder, metrics,
                 eviction, fragment_policy, self._chunker, self, _save_index_after,
             )
         )  # fmt: skip
@@ -116,7 +117,7 @@ class Store(
                 names the method, e.g. ``"move"``), ``delete()`` (evictions
                 included), ``soft_delete()``, ``sweep_expired(tier)``,
                 ``dedup_hit()`` and ``active_by_tier(tier, n)`` is called after
-                the matching change commits (see :mod:`embedmind.commit`).
+                the matching change commits (see :mod:`embedmind.engine.commit`).
             fragment_policy: Chunk and embed every written memory in its scope
                 into the fragment index, best effort (failures are logged with
                 the record id and never fail the write).
@@ -148,23 +149,21 @@ class Store(
         """
         if session_context is not None and not isinstance(session_context, bool):
             raise InvalidInputError("session_context", "expected True, False or None")
-        database = Database(
-            normalize_path(path), synchronous=synchronous, busy_timeout=busy_timeout
-        )
+        backend = _open_backend(path, synchronous, busy_timeout)
         try:
             if embedder == DEFAULT:
-                embedder = _recorded_model(database) or DEFAULT
+                embedder = _recorded_model(backend) or DEFAULT
             resolved = resolve(resolve_embedder(embedder))
             if resolved is not None:
-                _check_identity(database, resolved)
+                _check_identity(backend, resolved)
             elif fragment_policy is not None:
                 raise InvalidInputError("fragment_policy", "fragments need an embedder")
-            store = cls(database, resolved, metrics, fragment_policy, eviction)
+            store = cls(backend, resolved, metrics, fragment_policy, eviction)
             if session_context is not None:
                 store._set_session_context(session_context)
             return store
         except BaseException:
-            database.close()  # a store that failed to open holds no file handle or lock
+            backend.close()  # a store that failed to open holds no file handle or lock
             raise
 
     @property
@@ -180,8 +179,7 @@ class Store(
     def _set_session_context(self, on: bool) -> None:
         """Turn session context on or off, re-indexing the postings when it changes."""
         with self._commit.write() as tx:  # the postings change, no memory: nothing to record
-            if sessions.enabled(tx.conn) != on:
-                self._lexical.rebuild(tx.conn, records.next_write_seq(tx.conn), session_context=on)
+            tx.session.sessions.set_context(on)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -194,18 +192,13 @@ class Store(
         if self._db.closed:
             return
         try:
-            try:
-                if self._vectors is not None and self._vectors.file_path is not None:
-                    with self._db.write() as conn:
-                        self._vectors.save(conn)
-            except (StorageError, OSError) as e:  # the index is a cache: the next open rebuilds it
-                logger.warning("could not save the vector index of %s: %s", self.path, e)
+            self._backend.save_vector_cache()
             try:  # its own transaction: a failed fragment save never undoes the vector save
                 self.fragments.save()
             except (StorageError, OSError) as e:
                 logger.warning("could not save the fragment index of %s: %s", self.path, e)
         finally:
-            self._db.close()
+            self._backend.close()
 
     def __enter__(self) -> Store:
         return self
@@ -222,23 +215,32 @@ class Store(
         return f"Store({self.path!r})"
 
 
+def _open_backend(
+    path: str | os.PathLike[str], synchronous: Synchronous, busy_timeout: float
+) -> SqliteBackend:
+    """Open the store at ``path`` with the registered backend that claims it."""
+    location = os.fspath(path) if isinstance(path, str | os.PathLike) else path
+    factory = backend_for(location) if isinstance(location, str) else SQLITE
+    return factory.open(OpenOptions(location, synchronous, busy_timeout))  # type: ignore[no-any-return]
+
+
 def _save_index_after() -> int:
     # Read at each commit: tests and the power-loss recorder lower it to exercise saves.
     return store_writes.SAVE_INDEX_AFTER
 
 
-def _recorded_model(database: Database) -> str | None:
+def _recorded_model(backend: SqliteBackend) -> str | None:
     """The store's recorded model, when it is a registered embedder (reopen with it by default)."""
-    with database.read() as conn:
-        recorded = vector_rows.read_identity(conn).get("model_id")
+    with backend.read() as session:
+        recorded = session.meta.identity().get("model_id")
     return recorded if recorded is not None and embedder_factory(recorded) else None
 
 
-def _check_identity(database: Database, embedder: Embedder) -> None:
+def _check_identity(backend: SqliteBackend, embedder: Embedder) -> None:
     given = identity(embedder)
-    with database.write() as conn:
-        recorded = vector_rows.read_identity(conn)
+    with backend.write() as session:
+        recorded = session.meta.identity()
         if not recorded:
-            vector_rows.write_identity(conn, given)
+            session.meta.write_identity(given)
         elif recorded != given:
-            raise EmbedderMismatchError(database.path, recorded, given)
+            raise EmbedderMismatchError(backend.path, recorded, given)

@@ -14,14 +14,15 @@ from collections.abc import Sequence
 
 import apsw
 
+from embedmind.backend.sqlite import graph_rows as graph
+from embedmind.backend.sqlite import records
+from embedmind.backend.sqlite.database import Database
 from embedmind.checks import is_int, no_surrogates
-from embedmind.commit import CommitPath, Committed, Transaction, changed
 from embedmind.drafts import confidence_value
+from embedmind.engine.commit import CommitPath, Committed, Transaction, changed
 from embedmind.errors import InvalidInputError, NotFoundError
 from embedmind.ids import validate_id
 from embedmind.model import Lineage, Memory, Related
-from embedmind.storage import graph, records
-from embedmind.storage.database import Database
 from embedmind.timestamps import resolve_now
 
 MAX_DEPTH = 3

@@ -13,15 +13,17 @@ import datetime as _dt
 from collections.abc import Sequence
 from typing import Any
 
+from embedmind.backend.sqlite import lifecycle_rows as lifecycle
+from embedmind.backend.sqlite import records
+from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite.database import Database
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.checks import is_int, no_surrogates
-from embedmind.commit import Changed, CommitPath, Committed, changed, emit
+from embedmind.engine.commit import Changed, CommitPath, Committed, changed, emit
 from embedmind.errors import InvalidInputError, NotFoundError
 from embedmind.ids import validate_id
-from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Memory, NamespaceActivity, NamespaceLink, Tier
-from embedmind.namespaces import SUBTREE_SUFFIX, normalize_namespace, scope_items
-from embedmind.storage import lifecycle, records, sessions
-from embedmind.storage.database import Database
+from embedmind.query.scope import SUBTREE_SUFFIX, normalize_namespace, scope_items
 from embedmind.timestamps import (
     duration_micros,
     from_micros,

@@ -7,35 +7,37 @@ leave the dictionary, and a truncating WAL checkpoint removes the old pages
 from the WAL, so no byte of the old content survives in any file of the
 store. ``vacuum`` drops tombstones, rebuilds the file in place (never by
 swapping files, which corrupts a store other processes have open) and
-rebuilds the vector index.
+rebuilds the vector index. ``set_aliases``, ``aliases``, ``remove_aliases``
+and ``reindex_aliases`` manage the store's alias table (:mod:`embedmind.aliases`).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from embedmind import aliases as alias_table
 from embedmind import drafts
+from embedmind.backend.sqlite import records
+from embedmind.backend.sqlite.crashpoints import crashpoint
+from embedmind.backend.sqlite.database import CHECKPOINT_TIMEOUT, Database
+from embedmind.backend.sqlite.hnsw import VectorIndex
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.checks import finite_number
-from embedmind.commit import CommitPath, Committed
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine.commit import CommitPath, Committed
 from embedmind.errors import (
     NotFoundError,
     RedactionIncompleteError,
     StorageError,
 )
 from embedmind.ids import validate_id
-from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Draft, Memory
-from embedmind.storage import records
-from embedmind.storage.crashpoints import crashpoint
-from embedmind.storage.database import CHECKPOINT_TIMEOUT, Database
 from embedmind.timestamps import resolve_now
 from embedmind.vectors.embedding import Embedded, embed_contents
-from embedmind.vectors.hnsw import VectorIndex
 from embedmind.writes import delete_keys, drop_fragments, replace_vectors
 
 if TYPE_CHECKING:
@@ -181,6 +183,92 @@ class MaintenanceMethods:
         say("truncating the write-ahead log")
         truncated = self._db.checkpoint(timeout) is None
         return VacuumReport(len(keys), before, self._db.file_bytes(), truncated)
+
+    def set_aliases(
+        self, aliases: Mapping[str, str], *, replace: bool = False, show_progress: bool = False
+    ) -> int:
+        """Add or change aliases, then re-index the memories they change.
+
+        A memory whose text holds a key ("NYC") is also found by its target's
+        words ("new york"), and a query holding a key also finds memories that
+        say the target, at a reduced weight (``docs/how-to/aliases.md``).
+        Keys are matched after analysis, so "NYC", "nyc" and "N Y C" are
+        told apart only by the analyzer (the first two are one key).
+
+        The change commits first, with the list of memories it affects; the
+        re-index follows in batches, each its own transaction. If the process
+        dies in between, the next alias call (or :meth:`reindex_aliases`)
+        finishes it; meanwhile those memories keep the expansions they were
+        indexed with, and are still found by their own words.
+
+        Args:
+            aliases: ``{key: target}``; a key or target of up to 4 or 8 words,
+                200 characters each. A key already in the table takes the new
+                target.
+            replace: Make the table exactly ``aliases`` (``{}`` empties it).
+            show_progress: Show a progress bar of the re-index on stderr.
+
+        Returns:
+            How many memories were re-indexed.
+
+        Raises:
+            InvalidInputError: When ``aliases`` is not a mapping of strings, a
+                key or target has no index terms (only stop words) or too many,
+                a target analyses to its own key, two keys analyse alike, or
+                the table would exceed 10,000 aliases; nothing is written.
+        """
+        entries = alias_table.validate(aliases)
+        alias_table.set_aliases(self._commit, self._lexical, entries, replace=replace)
+        return self.reindex_aliases(show_progress=show_progress)
+
+    def aliases(self) -> dict[str, str]:
+        """The alias table: ``{key as given: target}``, ordered by analysed key.
+
+        Example:
+            >>> import embedmind
+            >>> store = embedmind.Store.open(":memory:", embedder=None)
+            >>> store.set_aliases({"NYC": "new york"})
+            0
+            >>> store.aliases()
+            {'NYC': 'new york'}
+        """
+        with self._db.read() as conn:
+            return alias_table.current(conn)
+
+    def remove_aliases(self, keys: Iterable[str], *, show_progress: bool = False) -> int:
+        """Remove aliases by key (matched after analysis), then re-index what they changed.
+
+        Keys that are not in the table are ignored.
+
+        Args:
+            keys: The keys to remove, e.g. ``["nyc"]``.
+            show_progress: Show a progress bar of the re-index on stderr.
+
+        Returns:
+            How many aliases were removed.
+
+        Raises:
+            InvalidInputError: When ``keys`` is a single string rather than a
+                list, or a key is not a string with index terms; nothing is
+                written.
+        """
+        wanted = alias_table.validate_keys(keys)
+        removed = alias_table.remove_aliases(self._commit, self._lexical, wanted)
+        self.reindex_aliases(show_progress=show_progress)
+        return removed
+
+    def reindex_aliases(self, *, show_progress: bool = False) -> int:
+        """Finish a re-index an alias change left pending (a crash, a kill); safe to repeat.
+
+        Args:
+            show_progress: Show a progress bar on stderr.
+
+        Returns:
+            How many memories were re-indexed (0 when nothing was pending).
+        """
+        return alias_table.reindex(
+            self._commit, self._lexical, self._db, show_progress=show_progress
+        )
 
     def _save_vectors(self, rebuild: bool = False) -> None:
         """Save both derived indexes; never raises, since the change they follow has committed.

@@ -14,15 +14,24 @@ from typing import Any
 
 import numpy as np
 
-from embedmind import query_dates, recall
+from embedmind import query_dates
+from embedmind.backend.sqlite import graph_rows as graph
+from embedmind.backend.sqlite import records, vector_rows
+from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite.backend import SqliteBackend
+from embedmind.backend.sqlite.database import Database
+from embedmind.backend.sqlite.hnsw import VectorIndex
+from embedmind.backend.sqlite.lexical.context import context_terms
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.backend.sqlite.missing_vectors import MissingVectors
+from embedmind.backend.sqlite.selection_sql import compile_selection
 from embedmind.checks import an_int, is_number
 from embedmind.drafts import query_text
 from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine import recall
 from embedmind.errors import InvalidInputError
 from embedmind.ids import validate_id
-from embedmind.lexical.context import context_terms
-from embedmind.lexical.index import LexicalIndex
 from embedmind.model import (
     AgentStats,
     Level,
@@ -35,13 +44,8 @@ from embedmind.model import (
     Where,
 )
 from embedmind.plugins import rerank as plugin_rerank
-from embedmind.storage import graph, records, sessions
-from embedmind.storage import vectors as vector_rows
-from embedmind.storage.database import Database
-from embedmind.storage.selection import Selection
+from embedmind.query.selection import Selection
 from embedmind.timestamps import from_micros, optional_to_micros, resolve_now, to_micros
-from embedmind.vectors.hnsw import VectorIndex
-from embedmind.vectors.missing import MissingVectors
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +59,7 @@ class ReadMethods:
     _db: Database
     _lexical: LexicalIndex
     _embedder: Embedder | None
+    _backend: SqliteBackend
     _vectors: VectorIndex | None
     _missing_vectors: MissingVectors | None = None  # made on the first vector recall
 
@@ -131,11 +136,12 @@ class ReadMethods:
             FilterTypeError: When ``where`` compares a key with a value of the
                 wrong type in a memory in scope.
         """
-        selection = Selection(
-            resolve_now(now), namespace, where, agent, session_id, tags, tiers, levels,
-            include_expired, include_forgotten, include_superseded,
+        selection = Selection.of(
+            resolve_now(now), namespace, where, agent=agent, session_id=session_id, tags=tags,
+            tiers=tiers, levels=levels, include_expired=include_expired,
+            include_forgotten=include_forgotten, include_superseded=include_superseded,
         )  # fmt: skip
-        condition, params = selection.compile()
+        condition, params = compile_selection(selection)
         after: tuple[int, int] | None = None
         while True:
             with self._db.read() as conn:
@@ -163,6 +169,8 @@ class ReadMethods:
         as_of: _dt.datetime | None = None,
         recency: bool = False,
         temporal: bool = False,
+        widen: bool = False,
+        latest: bool = False,
         expand_related: bool = False,
         follow_links: bool = False,
         rerank_alpha: float | None = None,
@@ -205,6 +213,19 @@ class ReadMethods:
                 LoCoMo development split with session context on: recall@10
                 0.731 -> 0.742, hit@10 0.802 -> 0.814 (temporal questions 0.806
                 -> 0.827; ``docs/benchmarks.md``).
+            widen: Candidate widening (hybrid mode and ``rerank_alpha``): one
+                sub-query per key term (the query's two rarest) brings its ten
+                best memories into the lexical list, scored with the whole
+                query's BM25, so a turn that holds the key entity but few other
+                query words can reach fusion. A text-only ranking is unchanged.
+                ``explain`` is not needed to see it: such a hit's ``text``
+                channel names the term (``ChannelScore.via_widening``).
+            latest: When the query asks for a current value ("now",
+                "currently", "latest", "still", "most recent", "these days"),
+                put the result's cluster - its first five hits scoring at least
+                half the best score - in chronological order, newest first
+                (``created_at``, then write order). Post-retrieval: no hit
+                enters or leaves; the reordered hits carry a ``latest`` channel.
             rerank_alpha: Rerank a pool of the first 40 lexical hits (whatever
                 ``k``) by vector similarity instead of fusing: ``>= 2`` reorders
                 the pool by cosine, ``[1, 2)`` breaks near-ties (δ = 0.05) by
@@ -240,16 +261,18 @@ class ReadMethods:
         except ValueError:
             raise InvalidInputError("mode", "expected 'hybrid', 'vector' or 'text'") from None
         at = resolve_now(now)
-        selection = Selection(
-            at, namespace, where, agent, session_id, tags, tiers, levels,
-            include_expired, False, False, optional_to_micros(as_of, "as_of"),
-            self._grants(namespace) if follow_links and namespace is not None else (),
+        selection = Selection.of(
+            at, namespace, where, agent=agent, session_id=session_id, tags=tags, tiers=tiers,
+            levels=levels, include_expired=include_expired,
+            as_of=optional_to_micros(as_of, "as_of"),
+            grants=self._grants(namespace) if follow_links and namespace is not None else (),
         )  # fmt: skip
         request = recall.Request(
-            query, k, wanted, selection.compile(), bool(recency),
+            query, k, wanted, selection, bool(recency),
             _optional_number(rerank_alpha, "rerank_alpha"), _optional_ef(ef_search),
             bool(expand_related),
             windows=tuple(query_dates.windows(query, now=from_micros(at))) if temporal else (),
+            widen=bool(widen), latest=bool(latest),
         )  # fmt: skip
         timer = recall.Timer()
         query_vector = None
@@ -259,12 +282,13 @@ class ReadMethods:
             raw = self._embedder.embed_query(query) if vector is None else vector
             query_vector = normalized_one(raw, self._embedder.dims)
             timer.lap("embed")
-        with self._db.read() as conn:
-            result = recall.execute(
-                conn, self._lexical, self._vectors, query_vector, request, timer
-            )
+        with self._backend.read() as session:
+            conn = session.conn
+            result = recall.execute(session, query_vector, request, timer)
             if query_vector is not None and wanted is not Mode.TEXT:
-                result = self._note_missing_vectors(conn, result, request.condition)
+                result = self._note_missing_vectors(
+                    conn, result, compile_selection(request.selection)
+                )
             if explain:
                 result = _with_context_terms(conn, result, query)
         reordered = plugin_rerank(query, result.hits)

@@ -25,35 +25,33 @@ embeds with the store's model.
 from __future__ import annotations
 
 import base64
-import binascii
-import dataclasses
-import datetime as _dt
-import io
-import json
-import os
-import stat
-import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
 from typing import IO, Any
 
-import numpy as np
 from tqdm.auto import tqdm
 
-from embedmind import timestamps
-from embedmind.checks import is_int, no_surrogates
-from embedmind.commit import CommitPath, Committed
-from embedmind.drafts import Prepared, confidence_value, prepare
-from embedmind.embedders.adapt import identity, normalized
+from embedmind import aliases as alias_table
+from embedmind.backend.sqlite import graph_rows as graph
+from embedmind.backend.sqlite import lifecycle_rows as lifecycle
+from embedmind.backend.sqlite import records, vector_rows
+from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite.database import Database
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.checks import is_int
+from embedmind.drafts import Prepared
+from embedmind.embedders.adapt import identity
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine import transfer_files, transfer_lines
+from embedmind.engine.commit import CommitPath, Committed
+from embedmind.engine.transfer_lines import (
+    HEADER_FIELDS,
+    Lines,
+    Link,
+    PathArg,
+    Record,
+    Relation,
+)
 from embedmind.errors import ConflictError, EmbedderMismatchError, InvalidInputError
-from embedmind.ids import validate_id
-from embedmind.lexical.index import LexicalIndex
-from embedmind.model import Draft, Tier
-from embedmind.namespaces import normalize_namespace
-from embedmind.storage import graph, lifecycle, records, sessions
-from embedmind.storage import vectors as vector_rows
-from embedmind.storage.database import Database
 from embedmind.vectors.embedding import Embedded, embed_contents
 from embedmind.writes import apply_batch, taken_elsewhere
 
@@ -61,37 +59,6 @@ FORMAT = "embedmind-jsonl"
 VERSION = 1
 _PAGE = 500
 
-PathArg = str | bytes | os.PathLike[str] | os.PathLike[bytes]
-Lines = Iterator[tuple[int, str]]
-"""Non-blank lines of an import source with their 1-based line numbers."""
-
-_HEADER_FIELDS = frozenset({"type", "format", "version", "embedder", "session_context"})
-_MEMORY_REQUIRED = (
-    "id", "namespace", "content", "tier", "level", "created_at", "updated_at", "valid_from",
-    "confidence",
-)  # fmt: skip
-_MEMORY_FIELDS = frozenset(
-    {"type", "vectors", "entities", "relations", *records.EXPORT_COLUMNS} - {"key"}
-)
-_LINK_FIELDS = frozenset({"type", "src", "dst", "tiers", "note", "created_at"})
-_VECTOR_FIELDS = frozenset({"start", "end", "f32le"})
-_TIERS = tuple(t.value for t in Tier)
-"""A tuple, not a set: ``in`` must compare a JSON list or object, not hash it."""
-_INT64_MAX = 2**63 - 1
-
-
-@dataclasses.dataclass(frozen=True)
-class _Record:
-    """One validated memory line: what ``apply_batch`` writes, and what an import adds."""
-
-    prepared: Prepared
-    restored: dict[str, Any]
-    relations: tuple[tuple[str, str, int], ...]
-    vectors: Embedded | None
-
-
-Link = tuple[str, str, list[str] | None, str, int]
-Relation = tuple[str, str, str, int]
 """``(source id, kind, target id, created_at)``."""
 
 
@@ -110,7 +77,7 @@ class TransferMethods:
         include_vectors: bool = False,
         show_progress: bool = False,
     ) -> int:
-        """Write every live memory and link as JSON Lines: one consistent snapshot.
+        """Write every live memory and link, and the alias table, as JSON Lines: one snapshot.
 
         Everything is read inside one read transaction, so the file is the
         store at one instant even while other threads or processes write (in
@@ -143,13 +110,15 @@ class TransferMethods:
                 directory, no permission, a full disk).
         """
         progress = tqdm(disable=not show_progress, unit="memory", desc="export")
-        with _text_sink(destination) as out, progress as bar, self._db.read() as conn:
+        with transfer_files.text_sink(destination) as out, progress as bar, self._db.read() as conn:
             recorded = vector_rows.read_identity(conn) or None
             header = {
                 "type": "header", "format": FORMAT, "version": VERSION, "embedder": recorded,
                 "session_context": sessions.enabled(conn),
             }  # fmt: skip
-            out.write(_line(header))
+            out.write(transfer_files.line(header))
+            for given, target in alias_table.current(conn).items():  # before the memories
+                out.write(transfer_files.line(alias_table.line(given, target)))
             written, after = 0, 0
             while True:
                 page = records.export_page(conn, after, _PAGE)
@@ -163,7 +132,7 @@ class TransferMethods:
                     break
             for src, dst, tiers, note, created in lifecycle.links(conn, None):
                 link = {"src": src, "dst": dst, "tiers": tiers, "note": note, "created_at": created}
-                out.write(_line({"type": "link", **link}))
+                out.write(transfer_files.line({"type": "link", **link}))
         return written
 
     def _export_memory(self, conn: Any, item: dict[str, Any], include_vectors: bool) -> str:
@@ -175,7 +144,7 @@ class TransferMethods:
                 {"start": s, "end": e, "f32le": base64.b64encode(blob).decode("ascii")}
                 for s, e, blob in vector_rows.rows_of(conn, key)
             ]
-        return _line({"type": "memory", **item})
+        return transfer_files.line({"type": "memory", **item})
 
     def import_jsonl(
         self,
@@ -194,6 +163,9 @@ class TransferMethods:
         adds relations once their targets are in. A failure of the second
         pass (a full disk, the embedder) keeps the batches before it; the
         import is idempotent, so running it again completes it.
+        The file's aliases (``alias`` lines, which an export writes before its
+        memories) are merged into the store's table, the file's target winning
+        for a key in both, before the memories after them are written.
 
         A stream that cannot seek is copied to a private temporary file during
         the first pass. A stream that can seek is read from where it is.
@@ -219,7 +191,7 @@ class TransferMethods:
                 ``reembed`` is false; nothing was written.
             OSError: When the file cannot be opened or read.
         """
-        with _text_source(source) as replay:
+        with transfer_files.text_source(source) as replay:
             with tqdm(disable=not show_progress, unit="memory", desc="check") as bar:
                 count = self._check_file(replay(), reembed, bar)
             with tqdm(disable=not show_progress, unit="memory", desc="import") as bar:
@@ -231,12 +203,17 @@ class TransferMethods:
         dims, _ = self._read_header(lines, reembed)
         seen: dict[str, int] = {}
         pending: list[tuple[int, Prepared]] = []
-        for number, item in _objects(lines):
+        keys: dict[str, str] = {}
+        for number, item in transfer_lines.objects(lines):
             if item.get("type") == "link":
-                with _at(number):
-                    _link(item)
+                with transfer_lines.at(number):
+                    transfer_lines.parsed_link(item)
                 continue
-            record = _record(number, item, dims)
+            if item.get("type") == "alias":
+                with transfer_lines.at(number):
+                    alias_table.from_line(item, keys)
+                continue
+            record = transfer_lines.parsed_record(number, item, dims)
             first = seen.setdefault(record.prepared.id, number)
             if first != number:
                 raise InvalidInputError(
@@ -271,20 +248,30 @@ class TransferMethods:
         dims, context = self._read_header(lines, reembed)
         if context is not None:
             self._adopt_session_context(context)
-        batch: list[_Record] = []
+        batch: list[Record] = []
         later: list[Relation] = []
         links: list[Link] = []
-        for number, item in _objects(lines):
+        aliases: dict[str, str] = {}
+        keys: dict[str, str] = {}
+        for number, item in transfer_lines.objects(lines):
             if item.get("type") == "link":
-                with _at(number):
-                    links.append(_link(item))
+                with transfer_lines.at(number):
+                    links.append(transfer_lines.parsed_link(item))
                 continue
-            batch.append(_record(number, item, dims))
+            if item.get("type") == "alias":
+                with transfer_lines.at(number):
+                    key, target = alias_table.from_line(item, keys)
+                aliases[key] = target
+                continue
+            if aliases:  # an export lists them first: its memories are indexed with them
+                self._adopt_aliases(aliases)
+            batch.append(transfer_lines.parsed_record(number, item, dims))
             bar.update(1)
             if len(batch) == _PAGE:
                 later += self._write_batch(batch, dims is not None)
                 batch = []
         later += self._write_batch(batch, dims is not None)
+        self._adopt_aliases(aliases)
         if not later and not links:
             return
         with self._commit.write() as tx:  # relations and links change no memory's row
@@ -303,6 +290,14 @@ class TransferMethods:
             if self._lexical.statistics(tx.conn)[0] == 0 and sessions.enabled(tx.conn) != on:
                 self._lexical.rebuild(tx.conn, records.next_write_seq(tx.conn), session_context=on)
 
+    def _adopt_aliases(self, aliases: dict[str, str]) -> None:
+        """Merge the file's aliases into the table (the file's target wins); empty ``aliases``."""
+        if aliases:
+            entries = alias_table.validate(aliases)
+            alias_table.set_aliases(self._commit, self._lexical, entries, replace=False)
+            alias_table.reindex(self._commit, self._lexical, self._db)
+            aliases.clear()
+
     def _read_header(self, lines: Lines, reembed: bool) -> tuple[int | None, bool | None]:
         """Read the header: the reused vectors' length, and the session context it names.
 
@@ -316,10 +311,10 @@ class TransferMethods:
             raise InvalidInputError("source", "empty: not an embedmind-jsonl export")
         number, text = first
         try:
-            header = _parse(number, text)
+            header = transfer_lines.parse(number, text)
         except InvalidInputError as e:
             raise InvalidInputError(
-                e.field, f"{_message(e)}; not an embedmind-jsonl export"
+                e.field, f"{transfer_lines.message(e)}; not an embedmind-jsonl export"
             ) from None
         if (
             header.get("format") != FORMAT
@@ -329,8 +324,8 @@ class TransferMethods:
             raise InvalidInputError(
                 f"line {number}", "not an embedmind-jsonl export (version 1) header"
             )
-        with _at(number):
-            _known(header, _HEADER_FIELDS, "header")
+        with transfer_lines.at(number):
+            transfer_lines.known(header, HEADER_FIELDS, "header")
             if header.get("type") != "header":
                 raise InvalidInputError("type", "the first line must be the header")
             recorded = header.get("embedder")
@@ -350,7 +345,7 @@ class TransferMethods:
             raise EmbedderMismatchError(self._db.path, recorded, mine, source="")
         return None, context
 
-    def _write_batch(self, batch: list[_Record], reuse_vectors: bool) -> list[Relation]:
+    def _write_batch(self, batch: list[Record], reuse_vectors: bool) -> list[Relation]:
         """Write one batch in one transaction; return the relations whose targets are not in."""
         if not batch:
             return []
@@ -381,232 +376,6 @@ class TransferMethods:
         return waiting
 
 
-@contextmanager
-def _at(number: int) -> Iterator[None]:
-    """Prefix the field of an :class:`InvalidInputError` raised inside with the line number."""
-    try:
-        yield
-    except InvalidInputError as e:
-        raise InvalidInputError(f"line {number}: {e.field}", _message(e)) from None
-
-
-def _message(error: InvalidInputError) -> str:
-    return str(error).removeprefix(f"{error.field}: ")
-
-
-def _parse(number: int, text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidInputError(
-            f"line {number}", f"not JSON: {e.msg} at column {e.colno}"
-        ) from None
-    except (ValueError, RecursionError) as e:  # a 5,000-digit number, nesting too deep
-        raise InvalidInputError(f"line {number}", f"not JSON: {e}") from None
-    if not isinstance(value, dict):
-        raise InvalidInputError(
-            f"line {number}", f"expected a JSON object, got {type(value).__name__}"
-        )
-    return value
-
-
-def _objects(lines: Lines) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The lines after the header, parsed; each is a memory or a link."""
-    for number, text in lines:
-        item = _parse(number, text)
-        if item.get("type") not in ("memory", "link"):
-            raise InvalidInputError(
-                f"line {number}: type", f"expected 'memory' or 'link', got {item.get('type')!r}"
-            )
-        yield number, item
-
-
-def _record(number: int, item: dict[str, Any], dims: int | None) -> _Record:
-    with _at(number):
-        return _memory(item, dims)
-
-
-def _memory(item: dict[str, Any], dims: int | None) -> _Record:
-    """Validate a memory line through :func:`embedmind.drafts.prepare`, as ``remember`` does.
-
-    Args:
-        item: The parsed line.
-        dims: The store's vector length when the file's vectors are reused,
-            else ``None`` (they are then not read at all).
-
-    Raises:
-        InvalidInputError: Naming the first invalid field.
-    """
-    _known(item, _MEMORY_FIELDS, "memory")
-    for name in _MEMORY_REQUIRED:
-        if name not in item:
-            raise InvalidInputError(name, "missing")
-    if item["id"] is None:  # a Draft without an id would get a fresh one
-        raise InvalidInputError("id", "expected a str, got null")
-    fingerprint = item.get("fingerprint")
-    if fingerprint is not None and not isinstance(fingerprint, str):
-        raise InvalidInputError("fingerprint", "expected a str")
-    relations = _relations(item.get("relations", []), item["id"])
-    draft = Draft(
-        content=item["content"],
-        id=item["id"],
-        namespace=item["namespace"],
-        metadata=item.get("metadata"),
-        tags=item.get("tags", ()),
-        tier=item["tier"],
-        level=item["level"],
-        agent=item.get("agent", ""),
-        session_id=item.get("session_id"),
-        created_at=_instant(item["created_at"], "created_at"),
-        valid_from=_instant(item["valid_from"], "valid_from"),
-        expires_at=_optional_instant(item.get("expires_at"), "expires_at"),
-        confidence=item["confidence"],
-        entities=item.get("entities", ()),
-        relations=[(kind, target) for kind, target, _ in relations],
-    )
-    # valid_to is restored afterwards, not given to prepare: a superseded or
-    # contradicted memory may legitimately end before it began. The fingerprint
-    # is derived data, computed again by prepare. Relations are added by the
-    # import itself, with their created_at, once their targets are in.
-    prepared = dataclasses.replace(
-        prepare(draft, now=_micros(item["updated_at"], "updated_at")), relations=()
-    )
-    restored = {
-        "updated_at": prepared.updated_at,
-        "valid_to": _optional_micros(item.get("valid_to"), "valid_to"),
-        "superseded_by": _optional_id(item.get("superseded_by"), "superseded_by"),
-        "contradicted_by": _optional_id(item.get("contradicted_by"), "contradicted_by"),
-        "access_count": _count(item.get("access_count", 0), "access_count"),
-        "last_accessed_at": _optional_micros(item.get("last_accessed_at"), "last_accessed_at"),
-        "prior_confidence": _optional_confidence(item.get("prior_confidence")),
-    }
-    given = None if dims is None else _vectors(item.get("vectors"), prepared.content, dims)
-    return _Record(prepared, restored, relations, given)
-
-
-def _known(item: dict[str, Any], fields: frozenset[str], what: str) -> None:
-    # A misspelt field would otherwise be dropped without a word.
-    for name in item:
-        if name not in fields:
-            shown = name if len(name) <= 64 else name[:64] + "..."
-            raise InvalidInputError(shown, f"not a field of a {what} line")
-
-
-def _micros(value: object, field: str) -> int:
-    if not is_int(value):
-        raise InvalidInputError(field, "expected integer microseconds since the Unix epoch")
-    return timestamps.in_range(value, field)
-
-
-def _optional_micros(value: object, field: str) -> int | None:
-    return None if value is None else _micros(value, field)
-
-
-def _instant(value: object, field: str) -> _dt.datetime:
-    return timestamps.from_micros(_micros(value, field))
-
-
-def _optional_instant(value: object, field: str) -> _dt.datetime | None:
-    return None if value is None else _instant(value, field)
-
-
-def _optional_id(value: object, field: str) -> str | None:
-    return None if value is None else validate_id(value, field)
-
-
-def _count(value: object, field: str) -> int:
-    if not is_int(value) or not 0 <= value <= _INT64_MAX:
-        raise InvalidInputError(field, "expected an integer >= 0 (64-bit)")
-    return value
-
-
-def _optional_confidence(value: object) -> float | None:
-    if value is None:
-        return None
-    try:
-        return confidence_value(value)
-    except InvalidInputError as e:
-        raise InvalidInputError("prior_confidence", _message(e)) from None
-
-
-def _relations(value: object, source: object) -> tuple[tuple[str, str, int], ...]:
-    """Check the shape of ``[kind, target id, created_at]`` triples (prepare checks the rest)."""
-    if isinstance(value, str) or not isinstance(value, list):
-        raise InvalidInputError("relations", "expected a list of [kind, target id, created_at]")
-    out = []
-    for triple in value:
-        if not isinstance(triple, list) or len(triple) != 3:
-            raise InvalidInputError("relations", "each relation is [kind, target id, created_at]")
-        kind, target, created = triple
-        if target == source:
-            raise InvalidInputError("relations", "a memory cannot point at itself")
-        out.append((kind, target, _micros(created, "relations")))
-    return tuple(out)
-
-
-def _vectors(rows: object, content: str, dims: int) -> Embedded | None:
-    """Decode and validate a memory's vectors; ``None`` (embed afresh) when there are none.
-
-    They go through the same check as a caller-given vector (finite, non-zero,
-    ``dims`` long) and are stored as unit vectors; an exported vector comes
-    back bit for bit.
-    """
-    if rows is None or rows == []:
-        return None
-    if not isinstance(rows, list):
-        raise InvalidInputError("vectors", "expected a list of {start, end, f32le}")
-    spans: list[tuple[int, int]] = []
-    blobs: list[bytes] = []
-    for row in rows:
-        if not isinstance(row, dict) or set(row) != _VECTOR_FIELDS:
-            raise InvalidInputError("vectors", "each vector is {start, end, f32le}")
-        start, end, encoded = row["start"], row["end"], row["f32le"]
-        if not (is_int(start) and is_int(end) and 0 <= start <= end <= len(content)):
-            raise InvalidInputError(
-                "vectors", f"span [{start!r}, {end!r}) is not within the content"
-            )
-        if not isinstance(encoded, str):
-            raise InvalidInputError("vectors", "f32le must be a base64 string")
-        try:
-            blob = base64.b64decode(encoded, validate=True)
-        except (binascii.Error, ValueError):
-            raise InvalidInputError("vectors", "f32le is not valid base64") from None
-        if len(blob) != 4 * dims:
-            raise InvalidInputError(
-                "vectors", f"expected {dims} float32 values, got {len(blob) / 4:g}"
-            )
-        spans.append((start, end))
-        blobs.append(blob)
-    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dims)
-    return Embedded(spans, normalized(matrix, dims, "vectors"))
-
-
-def _link(item: dict[str, Any]) -> Link:
-    """Validate a link line as :meth:`embedmind.Store.link_namespaces` does."""
-    _known(item, _LINK_FIELDS, "link")
-    for name in ("src", "dst", "created_at"):
-        if name not in item:
-            raise InvalidInputError(name, "missing")
-    tiers = item.get("tiers")
-    if tiers is not None:
-        if not isinstance(tiers, list):
-            raise InvalidInputError("tiers", "expected null or a list of tiers")
-        for tier in tiers:
-            if tier not in _TIERS:
-                raise InvalidInputError("tiers", f"{tier!r} is not a tier")
-    note = item.get("note", "")
-    if not isinstance(note, str):
-        raise InvalidInputError("note", "expected a str")
-    no_surrogates(note, "note")
-    return (
-        normalize_namespace(item["src"], "src"),
-        normalize_namespace(item["dst"], "dst"),
-        tiers,
-        note,
-        _micros(item["created_at"], "created_at"),
-    )
-
-
 def _resolved(conn: Any, relations: Sequence[Relation]) -> tuple[list[Any], list[Relation]]:
     """Split relations into rows to insert (both ends live) and those still waiting.
 
@@ -624,188 +393,3 @@ def _resolved(conn: Any, relations: Sequence[Relation]) -> tuple[list[Any], list
         else:
             waiting.append((src, kind, dst, created))
     return rows, waiting
-
-
-def _line(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
-
-
-# -- paths and streams -----------------------------------------------------------------------
-
-
-def _is_path(value: object) -> bool:
-    return isinstance(value, str | bytes | os.PathLike)
-
-
-def _path(value: object, field: str) -> str:
-    """Validate a path argument and return it as a str.
-
-    Raises:
-        InvalidInputError: When it is empty, contains NUL or cannot be encoded
-            for the file system (``open`` would raise a raw ``ValueError``).
-    """
-    try:
-        text = os.fsdecode(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise InvalidInputError(field, "expected a path or a text stream") from None
-    if not text or "\x00" in text:
-        raise InvalidInputError(field, "must be a non-empty path without NUL")
-    try:
-        os.fsencode(text)
-    except UnicodeEncodeError:
-        raise InvalidInputError(
-            field, "contains characters the file system cannot encode"
-        ) from None
-    return text
-
-
-def _is_binary(stream: object) -> bool:
-    return isinstance(stream, io.RawIOBase | io.BufferedIOBase)
-
-
-@contextmanager
-def _text_sink(destination: object) -> Iterator[IO[str]]:
-    if _is_path(destination):
-        with _replacement(_path(destination, "destination")) as handle:
-            yield handle
-        return
-    if _is_binary(destination) or not callable(getattr(destination, "write", None)):
-        raise InvalidInputError("destination", "expected a path or a text stream open for writing")
-    yield destination  # type: ignore[misc]
-
-
-@contextmanager
-def _replacement(path: str) -> Iterator[IO[str]]:
-    """A private temporary file that replaces ``path`` when the block completes.
-
-    Raises:
-        InvalidInputError: When ``path`` names a directory.
-        OSError: When the temporary file cannot be created, written or renamed.
-    """
-    try:
-        info: os.stat_result | None = os.stat(path)
-    except FileNotFoundError:
-        info = None
-    if info is not None and stat.S_ISDIR(info.st_mode):
-        raise InvalidInputError(
-            "destination", f"{path!r} is a directory; name a file like 'backup.jsonl'"
-        )
-    if info is not None and not stat.S_ISREG(info.st_mode):
-        # A pipe, a terminal, /dev/stdout: there is no file to replace, and
-        # renaming over a device node would be wrong. Stream into it.
-        with open(path, "w", encoding="utf-8", newline="\n") as handle:
-            yield handle
-        return
-    # Beside the file a symlink names, so the rename stays on one file system
-    # and the symlink keeps pointing at the new file.
-    target = os.path.realpath(path)
-    directory, name = os.path.split(target)
-    prefix = name + "." if len(os.fsencode(name)) <= 200 else "embedmind-export."
-    fd, temp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)  # mode 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(temp)
-        raise
-    # The rename is durable only once the directory is synced: after a power
-    # cut an acknowledged backup must not turn back into the old one.
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-@contextmanager
-def _text_source(source: object) -> Iterator[Callable[[], Lines]]:
-    """Yield a function returning the source's lines from the start, each time it is called.
-
-    A path is opened in binary mode and decoded line by line, so an invalid
-    byte is reported on its own line.
-
-    Raises:
-        InvalidInputError: When ``source`` is not a usable path or text stream.
-    """
-    if _is_path(source):
-        path = _path(source, "source")
-        if os.path.isdir(path):
-            raise InvalidInputError("source", f"{path!r} is a directory; name an export file")
-        with open(path, "rb") as handle, _replayable(handle) as replay:
-            yield replay
-        return
-    if _is_binary(source) or not callable(getattr(source, "__iter__", None)):
-        raise InvalidInputError(
-            "source", "expected a path or a text stream (open the file in text mode)"
-        )
-    with _replayable(source) as replay:
-        yield replay
-
-
-@contextmanager
-def _replayable(stream: Any) -> Iterator[Callable[[], Lines]]:
-    """Read ``stream`` twice: rewound when it can seek, else from a copy made the first time.
-
-    The copy (a private, unlinked temporary file) holds each numbered line as
-    a JSON array, ASCII only, so the second pass sees exactly the lines and
-    numbers the first one validated, whatever their line endings.
-    """
-    start = _position(stream)
-    if start is not None:
-
-        def rewind() -> Lines:
-            stream.seek(start)
-            return _numbered(stream)
-
-        yield rewind
-        return
-    with tempfile.TemporaryFile("w+", encoding="ascii", newline="\n") as spool:
-        copied = False
-
-        def replay() -> Lines:
-            nonlocal copied
-            if copied:
-                spool.seek(0)
-                return ((int(n), str(t)) for n, t in map(json.loads, spool))
-            copied = True
-            return _spooled(_numbered(stream), spool)
-
-        yield replay
-
-
-def _position(stream: Any) -> Any:
-    """Where a seekable stream is now, or ``None`` when it cannot be rewound (a pipe)."""
-    seekable = getattr(stream, "seekable", None)
-    try:
-        return stream.tell() if callable(seekable) and seekable() else None
-    except (OSError, ValueError):
-        return None
-
-
-def _spooled(lines: Lines, spool: IO[str]) -> Lines:
-    for number, text in lines:
-        spool.write(json.dumps([number, text]) + "\n")
-        yield number, text
-
-
-def _numbered(lines: Iterable[object]) -> Lines:
-    for number, line in enumerate(lines, start=1):
-        if isinstance(line, bytes):
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise InvalidInputError(
-                    f"line {number}", f"not UTF-8 (byte {e.start + 1} of the line)"
-                ) from None
-        elif isinstance(line, str):
-            text = line
-        else:
-            raise InvalidInputError("source", f"expected lines of text, got {type(line).__name__}")
-        if number == 1:
-            text = text.removeprefix("\ufeff")  # a byte order mark some editors write
-        if text.strip():
-            yield number, text

@@ -1,7 +1,7 @@
 """Write methods of :class:`embedmind.Store`: remember (single, detailed, many), forget, delete.
 
 Input is validated and embedded before any transaction; each batch is one
-transaction of the commit path (:mod:`embedmind.commit`), which evicts, saves
+transaction of the commit path (:mod:`embedmind.engine.commit`), which evicts, saves
 the indexes when due, counts, notifies listeners and derives fragments.
 """
 
@@ -16,13 +16,18 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from embedmind import drafts, writes
+from embedmind.backend.sqlite import records, vector_rows
+from embedmind.backend.sqlite import vector_search as search
+from embedmind.backend.sqlite.database import Database
+from embedmind.backend.sqlite.hnsw import VectorIndex
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.backend.sqlite.selection_sql import compile_selection
 from embedmind.checks import is_int
-from embedmind.commit import CommitPath, Committed, changed, emit
 from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine.commit import CommitPath, Committed, changed, emit
 from embedmind.errors import InvalidInputError
 from embedmind.ids import validate_id
-from embedmind.lexical.index import LexicalIndex
 from embedmind.model import (
     Draft,
     Level,
@@ -32,14 +37,9 @@ from embedmind.model import (
     SimilarMemory,
     Tier,
 )
-from embedmind.storage import records
-from embedmind.storage import vectors as vector_rows
-from embedmind.storage.database import Database
-from embedmind.storage.selection import Selection
+from embedmind.query.selection import Selection
 from embedmind.timestamps import resolve_now
-from embedmind.vectors import search
 from embedmind.vectors.embedding import Embedded, embed_contents
-from embedmind.vectors.hnsw import VectorIndex
 
 if TYPE_CHECKING:
     from embedmind.fragments import Fragments
@@ -158,8 +158,8 @@ class WriteMethods:
 
     def _exact_twin(self, draft: Draft, now: _dt.datetime | None) -> Memory | None:
         prepared = drafts.prepare(draft, resolve_now(now))
-        condition = Selection(prepared.created_at, prepared.namespace, tiers=[prepared.tier])
-        sql, params = condition.compile()
+        condition = Selection.of(prepared.created_at, prepared.namespace, tiers=[prepared.tier])
+        sql, params = compile_selection(condition)
         with self._db.read() as conn:
             return records.by_fingerprint(conn, prepared.fingerprint, sql, params)
 
@@ -208,7 +208,7 @@ class WriteMethods:
         self, namespace: str, vectors: Embedded, now: int
     ) -> tuple[SimilarMemory, ...]:
         assert self._vectors is not None  # checked by the caller
-        condition = Selection(now, namespace).compile()
+        condition = compile_selection(Selection.of(now, namespace))
         best: dict[int, float] = {}
         with self._db.read() as conn:
             for row in vectors.vectors:

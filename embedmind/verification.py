@@ -13,8 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from embedmind.storage import fileio, integrity
-from embedmind.storage import vectors as vector_rows
+from embedmind.backend.sqlite import fileio, integrity, vector_rows
 
 if TYPE_CHECKING:
     from embedmind.store import Store

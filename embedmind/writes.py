@@ -14,13 +14,13 @@ from collections.abc import Sequence
 import apsw
 
 from embedmind import timestamps
+from embedmind.backend.sqlite import fragment_rows, records, vector_rows
+from embedmind.backend.sqlite import graph_rows as graph
+from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.drafts import Prepared
 from embedmind.errors import ConflictError, InvalidInputError, NotFoundError
-from embedmind.lexical.index import LexicalIndex
 from embedmind.model import Memory
-from embedmind.storage import fragments as fragment_rows
-from embedmind.storage import graph, records, sessions
-from embedmind.storage import vectors as vector_rows
 from embedmind.vectors.embedding import Embedded
 
 

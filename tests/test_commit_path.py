@@ -3,7 +3,7 @@
 Each row of ``CASES`` runs one mutation on a store set up so that every
 post-commit step has something to do — a capped namespace at its cap, vector
 and fragment changes left unsaved, a fragment policy — and checks each step
-that applies to it (the rule is in :mod:`embedmind.commit`): eviction past the
+that applies to it (the rule is in :mod:`embedmind.engine.commit`): eviction past the
 cap, the index saves when due, the metrics calls, the ``records_committed``
 events, fragment embedding. ``test_every_public_method_is_classified`` keeps
 the rows in step with the Store class: a new public method fails it until it

@@ -16,9 +16,9 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import embedmind
+from embedmind.backend.sqlite import hnsw
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.fragments import FragmentHit
-from embedmind.vectors import hnsw
 
 DIMS = 32
 RECORDS = 300

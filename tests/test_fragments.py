@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import embedmind
 from embedmind import store_writes
+from embedmind.backend.sqlite import hnsw
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.fragments import (
     UNWIRED_MESSAGE,
@@ -29,7 +30,6 @@ from embedmind.fragments import (
     Locator,
 )
 from embedmind.policies import EvictionPolicy, FragmentPolicy
-from embedmind.vectors import hnsw
 
 MARKERS = ["cat", "dog", "fish"]
 

@@ -22,9 +22,8 @@ from typing import Any
 import pytest
 
 import embedmind
+from embedmind.backend.sqlite import fileio, hnsw
 from embedmind.embedders.hashing import HashingEmbedder
-from embedmind.storage import fileio
-from embedmind.vectors import hnsw
 
 DIMS = 256
 COUNT = 1_500  # an index file of ~1 MB, far more than the space left

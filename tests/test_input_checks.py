@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from oracles import where_listing
 
 import embedmind
-from embedmind import filters
 from embedmind.cli.main import EXIT_INVALID
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.policies import EvictionPolicy, FragmentPolicy
+from embedmind.query import where as filters
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)

@@ -25,6 +25,7 @@ HOOKS = [
     "register_embedders",
     "register_chunkers",
     "register_adapters",
+    "register_backends",
     "records_committed",
     "rerank",
 ]
@@ -67,6 +68,44 @@ def test_register_embedders(registered: list[object]) -> None:
         assert store.embedder is not None and store.embedder.dims == 32
     with pytest.raises(embedmind.InvalidInputError, match="no embedder named"):
         embedmind.Store.open(":memory:", embedder="nope")
+
+
+def test_register_backends(registered: list[object], tmp_path: Path) -> None:
+    # A URL is refused with the registered names until a backend claims its scheme;
+    # the claiming factory is then the one Store.open asks (here it opens a SQLite
+    # file, as a wrapper backend would), and plain paths stay with SQLite.
+    with pytest.raises(embedmind.InvalidInputError, match=r"no storage backend.*sqlite"):
+        embedmind.Store.open("toy://somewhere", embedder=None)
+    from embedmind.backend.sqlite.backend import FACTORY
+    from embedmind.backend.values import OpenOptions
+
+    opened: list[str] = []
+
+    class ToyFactory:
+        name = "toy"
+        schemes = ("toy",)
+
+        def claims(self, location: str) -> bool:
+            return location.startswith("toy://")
+
+        def open(self, options: OpenOptions) -> Any:
+            opened.append(options.location)
+            target = str(tmp_path / options.location.removeprefix("toy://"))
+            return FACTORY.open(OpenOptions(target, options.synchronous, options.busy_timeout))
+
+    class Toy:
+        @hookimpl
+        def register_backends(self, register: Any) -> None:
+            register("toy", ToyFactory())
+
+    _add(registered, Toy())
+    with embedmind.Store.open("toy://t.mind", embedder=None) as store:
+        store.remember("through the toy backend")
+        assert store.path == str(tmp_path / "t.mind")
+    assert opened == ["toy://t.mind"]
+    with embedmind.Store.open(tmp_path / "plain.mind", embedder=None) as store:
+        assert store.path == str(tmp_path / "plain.mind")
+    assert opened == ["toy://t.mind"]
 
 
 def test_register_chunkers(registered: list[object]) -> None:

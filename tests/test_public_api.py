@@ -16,12 +16,13 @@ PUBLIC = [
 ]  # fmt: skip
 
 STORE_METHODS = [
-    "close", "delete", "delete_namespace", "entities_of", "entity_members", "export_jsonl",
+    "aliases", "close", "delete", "delete_namespace", "entities_of", "entity_members", "export_jsonl",
     "find_by_fingerprint", "import_jsonl",
     "forget", "get", "get_many", "iter", "lineage", "link_namespaces", "links",
     "mark_contradicted", "move", "namespaces", "neighbors", "open", "recall", "redact", "reinforce",
-    "related", "remember", "remember_detailed", "remember_many", "rename_namespace", "restore",
-    "retier", "set_confidence", "stats", "sweep_expired", "unlink", "vacuum", "vectors",
+    "related", "reindex_aliases", "remember", "remember_detailed", "remember_many",
+    "remove_aliases", "rename_namespace", "restore", "retier", "set_aliases", "set_confidence",
+    "stats", "sweep_expired", "unlink", "vacuum", "vectors",
 ]  # fmt: skip
 
 
@@ -41,7 +42,7 @@ def test_store_methods_are_pinned() -> None:
 
 
 def test_arguments_after_the_first_are_keyword_only() -> None:
-    for name in ("remember", "recall", "forget", "iter"):
+    for name in ("remember", "recall", "forget", "iter", "set_aliases", "remove_aliases"):
         params = list(inspect.signature(getattr(embedmind.Store, name)).parameters.values())
         assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[2:]), name
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import embedmind
 from embedmind.cli import demo
 from embedmind.embedders.hashing import HashingEmbedder
-from embedmind.recall import FUSION_DEPTH
+from embedmind.engine.recall import FUSION_DEPTH
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embedmind
+from embedmind.backend.sqlite import records
+from embedmind.backend.sqlite.blocks import decode
+from embedmind.backend.sqlite.postings import get_entry
 from embedmind.lexical.analyzer import analyze
-from embedmind.storage import records
-from embedmind.storage.blocks import decode
-from embedmind.storage.postings import get_entry
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 WORDS = ["lisbon", "dog", "cello", "recital", "hike", "bees", "job", "ceviche", "vet"]
@@ -246,7 +246,7 @@ def test_an_upsert_that_changes_only_the_session_moves_the_context() -> None:
 
 
 def test_explain_helper_names_the_terms_found_through_context() -> None:
-    from embedmind.lexical.context import context_terms
+    from embedmind.backend.sqlite.lexical.context import context_terms
 
     with embedmind.Store.open(":memory:", embedder=None, session_context=False) as store:
         turns = ["where do you live now?", "in lisbon, since may"]

@@ -9,8 +9,9 @@ from typing import Any
 import apsw
 
 import embedmind
-from embedmind.storage import migrations, sessions
-from embedmind.storage.sessions import Place
+from embedmind.backend.sqlite import migrations
+from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite.session_rows import Place
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 

@@ -11,9 +11,9 @@ import pytest
 
 import embedmind
 from embedmind import Draft, Level, Tier
+from embedmind.backend.sqlite import migrations
 from embedmind.embedders.hashing import HashingEmbedder
-from embedmind.recall import FUSION_RRF_K
-from embedmind.storage import migrations
+from embedmind.engine.recall import FUSION_RRF_K
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)

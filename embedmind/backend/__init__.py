@@ -1,1 +1,1 @@
-"""Storage backends: what the engine runs on (SQLite by default, PostgreSQL as an extra)."""
+"""Storage backends: the protocol every backend implements, and the built-in SQLite one."""

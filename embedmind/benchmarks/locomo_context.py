@@ -1,7 +1,7 @@
 """Session context in ``embedmind bench locomo``: a second store with the switch on.
 
 The same turns and vectors are written to a store whose lexical postings carry
-session context (:mod:`embedmind.lexical.context`), so its modes are asked in
+session context (:mod:`embedmind.backend.sqlite.lexical.context`), so its modes are asked in
 the same round-robin as the store without it and the latencies compare side
 by side. The cost of indexing with context is measured apart, text only
 (no vectors, so the lexical postings are what is timed), alternating the two

@@ -51,7 +51,7 @@ def usearch_index() -> Any:
     """Return ``usearch.index.Index``, importing onnxruntime first.
 
     usearch 2.26.6 imported before onnxruntime 1.32 makes onnxruntime's
-    module init crash the interpreter (see ``embedmind.vectors.hnsw``); the
+    module init crash the interpreter (see ``embedmind.backend.sqlite.hnsw``); the
     other order is fine, so benchmarks that time raw usearch import it here.
 
     Returns:

@@ -1,14 +1,17 @@
 """embedmind and the embedded stores a user would pick instead, behind one interface.
 
-Every engine receives the same documents with the same precomputed MiniLM
-vectors, each in a scope (a LoCoMo conversation, or one scope for the
-synthetic corpus) and, for LoCoMo, with its session and time (embedmind
-writes them as ``session_id`` and ``created_at``; Chroma and LanceDB keep them
-as metadata, which their retrieval does not use), and answers in one or more
-*modes*: embedmind and LanceDB
-in ``vector`` and ``hybrid`` (LanceDB's hybrid uses its native full-text
-index and its default RRF reranker), Chroma in ``vector`` (its persistent
-client; it has no BM25). Peers are imported lazily; a missing one is skipped.
+Every engine receives the same documents in the same order with the same
+precomputed MiniLM vectors, each in a scope (a LoCoMo conversation, or one
+scope for the synthetic corpus) and, for LoCoMo, with its session and time:
+embedmind writes them as ``session_id`` and ``created_at``, with session
+context on (the LoCoMo protocol: each turn written with its session, in
+dialog order, as a chat application stores its history); Chroma and LanceDB
+keep them as metadata, which their retrieval does not use. The *modes*:
+embedmind ``text``, ``vector`` and ``hybrid``; LanceDB ``vector``, ``fts``
+(its native full-text index, defaults: English stemming and stop words) and
+``hybrid`` (that index plus vectors, its default RRF reranker); Chroma
+``vector`` (its persistent client; it has no BM25). Peers are imported
+lazily; a missing one is skipped.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
-from embedmind.benchmarks.locomo_context import set_session_context
 from embedmind.benchmarks.optional import load
 from embedmind.benchmarks.vectordata import Matrix
 from embedmind.model import Draft
@@ -67,8 +69,17 @@ class EmbedmindPeer:
 
     def __init__(self, root: Path, embedder: Any, *, vector_index_from: int) -> None:
         del vector_index_from  # the store decides (exact scan below 20k)
-        self.settings: dict[str, Any] = {"synchronous": "NORMAL", "batch": BATCH}
-        self._store = Store.open(root / "bench.mind", embedder=embedder, synchronous="NORMAL")
+        # Session context on, as for any new store (said explicitly: the figures
+        # set beside the peers are the engine's defaults). Memories without a
+        # session (the synthetic corpus) are indexed alone either way.
+        self._store = Store.open(
+            root / "bench.mind", embedder=embedder, synchronous="NORMAL", session_context=True
+        )
+        self.settings: dict[str, Any] = {
+            "synchronous": "NORMAL",
+            "batch": BATCH,
+            "session_context": self._store.stats().session_context,
+        }
         self._probe: list[float] | None = None
 
     @property
@@ -87,12 +98,9 @@ class EmbedmindPeer:
     ) -> None:
         """``remember_many`` in batches of ``BATCH``, one transaction each, in the given order.
 
-        With sessions (LoCoMo), session context is turned on first: the
-        figures reported beside the peers are the engine's new ones.
+        With sessions (LoCoMo), each turn is written with its ``session_id`` and
+        ``created_at``, so its lexical postings carry its dialog neighbours' terms.
         """
-        if sessions:
-            set_session_context(self._store, True)
-            self.settings["session_context"] = True
         for start in range(0, len(ids), BATCH):
             end = min(start + BATCH, len(ids))
             drafts = [
@@ -116,7 +124,7 @@ class EmbedmindPeer:
             self._store.recall("warm up", k=1, vector=self._probe)
 
     def modes(self) -> dict[str, Search]:
-        """Vector and hybrid recall, the query's vector given."""
+        """Text, vector and hybrid recall, the query's vector given (text ignores it)."""
 
         def search(mode: str) -> Search:
             def run(text: str, vector: Matrix, scope: str | None, k: int) -> list[str]:
@@ -125,7 +133,7 @@ class EmbedmindPeer:
 
             return run
 
-        return {"vector": search("vector"), "hybrid": search("hybrid")}
+        return {mode: search(mode) for mode in ("text", "vector", "hybrid")}
 
     def close(self) -> None:
         """Close the store (it saves its index file)."""
@@ -211,7 +219,7 @@ class LancePeer:
         self._table: Any = None
         self._index_from = vector_index_from
         self.settings: dict[str, Any] = {
-            "fts": "native FTS index",
+            "fts": "native FTS index, defaults",
             "hybrid_reranker": "RRF (default)",
         }
 
@@ -267,13 +275,14 @@ class LancePeer:
         index = _required("lancedb.index")
         self._table.create_index("text", config=index.FTS())
         rows = self._table.count_rows()
+        self.settings["fts"] = f"native FTS index, {index.FTS()}"
         self.settings["vector_index"] = "none (exact scan)"
         if rows >= self._index_from:
             self._table.create_index("vector", config=index.IvfHnswSq(distance_type="cosine"))
             self.settings["vector_index"] = "IVF_HNSW_SQ, cosine, defaults"
 
     def modes(self) -> dict[str, Search]:
-        """Vector search and hybrid (vector + full text, RRF)."""
+        """Vector search, full-text search and hybrid (vector + full text, RRF)."""
 
         def scoped(query: Any, scope: str | None) -> Any:
             return query.where(f"scope = '{scope}'", prefilter=True) if scope else query
@@ -282,11 +291,16 @@ class LancePeer:
             query = self._table.search(vec, vector_column_name="vector").distance_type("cosine")
             return _ids(scoped(query, scope).limit(k).select(["id"]).to_arrow())
 
+        def fts(text: str, vec: Matrix, scope: str | None, k: int) -> list[str]:
+            # _score selected: Lance warns when a scored search leaves it out.
+            query = self._table.search(text, query_type="fts")
+            return _ids(scoped(query, scope).limit(k).select(["id", "_score"]).to_arrow())
+
         def hybrid(text: str, vec: Matrix, scope: str | None, k: int) -> list[str]:
             query = self._table.search(query_type="hybrid").vector(vec).text(text)
             return _ids(scoped(query, scope).limit(k).select(["id"]).to_arrow())
 
-        return {"vector": vector, "hybrid": hybrid}
+        return {"vector": vector, "fts": fts, "hybrid": hybrid}
 
     def close(self) -> None:
         """Drop the handles (Lance writes as it goes)."""

@@ -4,8 +4,12 @@ Same embedder (embedmind's MiniLM), same documents, same queries, and the
 same vectors, computed once and handed to every engine (so ingest figures
 exclude embedding; the embedder's own rate is reported beside them):
 
-- LoCoMo dev (:mod:`.locomo_data`): recall@5/10 and hit@5/10 overall and per
-  category, each conversation its own scope (namespace / metadata filter).
+- LoCoMo dev (:mod:`.locomo_data`, the data's protocol): every turn, in
+  dialog order, each conversation its own scope (namespace / metadata
+  filter), each turn with its session (embedmind's ``session_id``, session
+  context on; the peers keep it as metadata). Recall@5/10 and hit@5/10
+  overall and per category with their standard errors
+  (:mod:`.peers_scoring`), p50/p95 per engine and mode.
 - The synthetic chat corpus at each ``--size``: ingest documents/s, index
   build time, query p50/p95, recall@10 of the vector modes against exact
   cosine, and size on disk.
@@ -34,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from embedmind.benchmarks import locomo_data, metrics
+from embedmind.benchmarks import locomo_data, metrics, peers_scoring
 from embedmind.benchmarks.corpus import CorpusSpec, iter_documents, make_queries
 from embedmind.benchmarks.optional import load
 from embedmind.benchmarks.peer_engines import ENGINES, REQUIRES, PeerEngine, Session
@@ -175,6 +179,39 @@ def _absent(outcome: Outcome, label: str, builds: dict[str, Any]) -> None:
             outcome.skipped[f"{label}.{name}"] = f"{build['status']}: {build['reason']}"
 
 
+def locomo_corpus(data: locomo_data.Dataset, embedder: Embedder) -> Corpus:
+    """LoCoMo as every engine receives it: the turns in dialog order, each with its session.
+
+    Args:
+        data: The loaded data set (:func:`.locomo_data.load`).
+        embedder: Embeds the turns and the questions, once for all engines.
+
+    Returns:
+        The corpus; ``sessions[i]`` is turn ``i``'s ``(session_id, created_at)``.
+
+    Raises:
+        ValueError: When a turn has no session or time (the protocol gives every
+            turn both; a shorter list would shift every later turn's session).
+    """
+    sessions: list[Session] = []
+    for draft in data.drafts:
+        if not draft.session_id or draft.created_at is None:
+            raise ValueError(f"LoCoMo turn {draft.id} has no session or time; reload the data")
+        sessions.append((draft.session_id, draft.created_at))
+    texts = [d.content for d in data.drafts]
+    asked = [q.text for q in data.questions]
+    return Corpus(
+        [d.id or "" for d in data.drafts],
+        texts,
+        np.asarray(embedder.embed_documents(texts), np.float32),
+        [d.namespace for d in data.drafts],
+        asked,
+        query_vectors(embedder, asked),
+        [q.namespace for q in data.questions],
+        sessions,
+    )
+
+
 def _locomo(options: Options, context: dict[str, Any], outcome: Outcome) -> None:
     """Run LoCoMo through every engine, each conversation its own scope."""
     path = locomo_data.data_path(options.data)
@@ -182,19 +219,8 @@ def _locomo(options: Options, context: dict[str, Any], outcome: Outcome) -> None
         outcome.skipped["locomo"] = f"LoCoMo data not found at {path}"
         return
     data = locomo_data.load(path)
-    embedder = context["embedder"]
-    texts = [d.content for d in data.drafts]
     questions = data.questions
-    corpus = Corpus(
-        [d.id or "" for d in data.drafts],
-        texts,
-        embedder.embed_documents(texts),
-        [d.namespace for d in data.drafts],
-        [q.text for q in questions],
-        query_vectors(embedder, [q.text for q in questions]),
-        [q.namespace for q in questions],
-        [(d.session_id or "", d.created_at) for d in data.drafts if d.created_at is not None],
-    )
+    corpus = locomo_corpus(data, context["embedder"])
     builds, runs = _measure(corpus, options, context, "locomo")
     _absent(outcome, "locomo", builds)
     methods = {}
@@ -202,11 +228,13 @@ def _locomo(options: Options, context: dict[str, Any], outcome: Outcome) -> None
         if run.error:
             outcome.skipped[f"locomo.{method}"] = f"failed: {run.error}"
             continue
-        scores = locomo_data.score(zip(questions, run.results, strict=True))
+        scores = peers_scoring.score(zip(questions, run.results, strict=True))
         methods[method] = {"scores": scores, "latency": metrics.latency(run.seconds)}
     outcome.figures["locomo"] = {
         "path": str(path),
         "questions": len(questions),
+        "turns": len(corpus.ids),
+        "sessions": len({s for s, _ in corpus.sessions or []}),
         "engines": builds,
         "methods": methods,
     }

@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from embedmind.benchmarks import metrics
-from embedmind.benchmarks.locomo_data import CATEGORIES, KS
+from embedmind.benchmarks.locomo_data import CATEGORIES
 from embedmind.benchmarks.report import Table, fmt
 
 # (embedmind method, peer method): the pairs compared like for like.
 PAIRS = (
     ("embedmind (hybrid)", "lancedb (hybrid)"),
+    ("embedmind (text)", "lancedb (fts)"),
     ("embedmind (vector)", "lancedb (vector)"),
     ("embedmind (vector)", "chroma (vector)"),
     ("embedmind (hybrid)", "chroma (vector)"),
@@ -35,7 +36,7 @@ def _absent(table: Table, engines: dict[str, Any]) -> None:
 
 
 def locomo_table(figures: dict[str, Any]) -> Table:
-    """Render LoCoMo through every engine: per method and category.
+    """Render LoCoMo through every engine: per method and category, with standard errors.
 
     Args:
         figures: The ``locomo`` figures of the peers outcome.
@@ -43,17 +44,38 @@ def locomo_table(figures: dict[str, Any]) -> Table:
     Returns:
         The table.
     """
-    columns = [f"{m}@{k}" for m in ("recall", "hit") for k in KS]
-    title = f"LoCoMo dev through each engine, {figures['questions']} questions, same MiniLM vectors"
-    table = Table(title, ["method", "category", "n", *columns, "p50 ms"])
+    title = (
+        f"LoCoMo dev through each engine, {figures['questions']} questions over "
+        f"{figures.get('turns', '?')} turns, same documents and MiniLM vectors"
+    )
+    header = ["method", "category", "n", "recall@5", "recall@10", "±", "hit@5", "hit@10", "±"]
+    table = Table(title, [*header, "p50 ms", "p95 ms"])
     for method, found in figures["methods"].items():
         for group in ("overall", *CATEGORIES.values()):
             row = found["scores"].get(group)
-            if row:
-                p50 = fmt(found["latency"]["p50_ms"], ".2f") if group == "overall" else ""
-                cells = (fmt(row[c], ".3f") for c in columns)
-                table.add(method, group, str(int(row["questions"])), *cells, p50)
+            if not row:
+                continue
+            latency = found["latency"] if group == "overall" else {}
+            table.add(
+                method,
+                group,
+                str(int(row["questions"])),
+                fmt(row["recall@5"], ".3f"),
+                fmt(row["recall@10"], ".3f"),
+                fmt(row.get("recall@10_se"), ".3f"),
+                fmt(row["hit@5"], ".3f"),
+                fmt(row["hit@10"], ".3f"),
+                fmt(row.get("hit@10_se"), ".3f"),
+                fmt(latency.get("p50_ms"), ".2f") if latency else "",
+                fmt(latency.get("p95_ms"), ".2f") if latency else "",
+            )
     _absent(table, figures["engines"])
+    table.notes.append(
+        "± is the standard error of the mean over the group's questions; every engine gets "
+        "the turns in dialog order with their session (embedmind as session_id, session "
+        "context on; Chroma and LanceDB as metadata their search does not use); query "
+        "vectors are given, so latency excludes embedding the question"
+    )
     return table
 
 

@@ -5,7 +5,7 @@ At each size, every engine indexes the same embedding-like vectors
 memory always has content) and answers the same real question embeddings,
 round-robin. Figures: build vectors/s, query p50/p95, and recall@10 against
 numpy's exact top-10. Every HNSW searches with the engine's own breadth at
-that size (``embedmind.vectors.hnsw.default_ef``). Below 20k vectors the
+that size (``embedmind.backend.sqlite.hnsw.default_ef``). Below 20k vectors the
 store scans exactly instead of walking its graph (``EXACT_BELOW``), so at
 10k its recall is 1.0 by design.
 
@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from embedmind.backend.sqlite.hnsw import default_ef
 from embedmind.benchmarks import metrics
 from embedmind.benchmarks.corpus import CorpusSpec, iter_documents, make_queries
 from embedmind.benchmarks.optional import load
@@ -43,7 +44,6 @@ from embedmind.benchmarks.vectordata import (
     mixed_vectors,
     query_vectors,
 )
-from embedmind.vectors.hnsw import default_ef
 
 K = 10
 ANCHORS = ("usearch", "hnswlib", "faiss", "numpy")

@@ -18,7 +18,7 @@ import numpy as np
 from embedmind.benchmarks.optional import load, usearch_index
 from embedmind.benchmarks.vectordata import Matrix
 
-CONNECTIVITY = 16  # M: the engine's own (embedmind.vectors.hnsw)
+CONNECTIVITY = 16  # M: the engine's own (embedmind.backend.sqlite.hnsw)
 EXPANSION_ADD = 128
 BATCH = 10_000  # vectors added per call, so progress bars move
 

@@ -18,10 +18,10 @@ import os
 import sys
 from typing import IO
 
+from embedmind.backend.sqlite.connection import MEMORY_PATH
+from embedmind.backend.sqlite.database import normalize_path
 from embedmind.embedders.adapt import DEFAULT
 from embedmind.errors import NotFoundError
-from embedmind.storage.connection import MEMORY_PATH
-from embedmind.storage.database import normalize_path
 
 DEFAULT_STORE = "memories.mind"
 

@@ -28,7 +28,7 @@ from embedmind import __version__
 from embedmind.errors import EmbedmindError, InvalidInputError, NotFoundError
 from embedmind.ids import new_ulid
 from embedmind.model import Memory, Recall
-from embedmind.namespaces import SUBTREE_SUFFIX, in_scope, normalize_namespace
+from embedmind.query.scope import SUBTREE_SUFFIX, in_scope, normalize_namespace
 from embedmind.store import Store
 
 

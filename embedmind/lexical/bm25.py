@@ -8,6 +8,9 @@ Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond"
 
 summed over the distinct query terms present in ``d``; k1 = 1.2, b = 0.75.
 N, df and avgdl are collection-wide statistics over every indexed document.
+The per-posting score itself is computed once, in float32, by
+:meth:`embedmind.lexical.maxscore.TermList.scores` (the one live copy; the
+textbook oracle in ``tests/test_bm25_reference.py`` checks recall against it).
 """
 
 from __future__ import annotations
@@ -26,19 +29,6 @@ FloatArray = npt.NDArray[np.float64]
 def idf(df: int, doc_count: int) -> float:
     """Lucene's BM25 idf: ``ln(1 + (N - df + 0.5) / (df + 0.5))``."""
     return math.log(1.0 + (doc_count - df + 0.5) / (df + 0.5))
-
-
-def term_scores(
-    tfs: npt.NDArray[np.uint16],
-    lengths: npt.NDArray[np.uint32],
-    term_idf: float,
-    avgdl: float,
-) -> FloatArray:
-    """BM25 contribution of one term to each posting's document."""
-    tf = tfs.astype(np.float64)
-    norm = K1 * (1.0 - B + B * (lengths.astype(np.float64) / avgdl))
-    result: FloatArray = term_idf * tf * (K1 + 1.0) / (tf + norm)
-    return result
 
 
 def upper_bound(max_tf: int, min_length: int, term_idf: float, avgdl: float) -> float:

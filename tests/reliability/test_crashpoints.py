@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import embedmind
+from embedmind.backend.sqlite import migrations
 from embedmind.embedders.hashing import HashingEmbedder
-from embedmind.storage import migrations
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "crash-secret-Xq7-token"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import embedmind
+from embedmind.backend.sqlite import fileio
 from embedmind.embedders.hashing import HashingEmbedder
-from embedmind.storage import fileio
 
 
 @pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC])

@@ -3,7 +3,7 @@
 A child process runs a workload (remember / remember_many / forget with vectors,
 close and reopen, the periodic index save inside a write, vacuum, a re-embed that
 unlinks the index file) while ``tests/tooling/power_loss.py`` records, at the
-``embedmind.storage.fileio`` layer, every operation on the engine's own files:
+``embedmind.backend.sqlite.fileio`` layer, every operation on the engine's own files:
 create, the bytes written, fsync, rename, unlink, directory fsync — plus every
 SQLite commit that returned (with a copy of the database) and every call the
 workload saw return (``ack``).

@@ -28,8 +28,8 @@ import pytest
 from tooling.children import spawn
 
 import embedmind
+from embedmind.backend.sqlite import database
 from embedmind.embedders.hashing import HashingEmbedder
-from embedmind.storage import database
 
 if TYPE_CHECKING:
     from conftest import Figures

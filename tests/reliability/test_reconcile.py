@@ -50,10 +50,9 @@ from hypothesis import strategies as st
 
 import embedmind
 from embedmind import store_writes
+from embedmind.backend.sqlite import database, fileio, vector_rows
+from embedmind.backend.sqlite import vector_rows as rows
 from embedmind.embedders.hashing import HashingEmbedder
-from embedmind.storage import database, fileio
-from embedmind.storage import vectors as rows
-from embedmind.storage import vectors as vector_rows
 
 if TYPE_CHECKING:
     from conftest import Figures

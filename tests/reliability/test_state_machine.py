@@ -26,9 +26,9 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, precon
 
 import embedmind
 from embedmind import Draft
+from embedmind.backend.sqlite import hnsw
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.lexical.analyzer import analyze
-from embedmind.vectors import hnsw
 
 if TYPE_CHECKING:
     from conftest import Figures

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 import embedmind
+from embedmind.backend.sqlite import hnsw
 from embedmind.embedders.hashing import HashingEmbedder
-from embedmind.vectors import hnsw
 
 if TYPE_CHECKING:
     from conftest import Figures

@@ -32,9 +32,9 @@ import apsw
 import pytest
 
 import embedmind
+from embedmind.backend.sqlite import vector_rows
+from embedmind.backend.sqlite.fileio import checksum_bytes
 from embedmind.embedders.hashing import HashingEmbedder
-from embedmind.storage import vectors as vector_rows
-from embedmind.storage.fileio import checksum_bytes
 
 if TYPE_CHECKING:
     from conftest import Figures
@@ -236,7 +236,7 @@ def test_engine_and_adapters_never_deserialise_unsafely(figures: Figures) -> Non
     # The scan must see the engine, both adapters and their plugins, or it proves nothing.
     names = {str(p.relative_to(REPO)) for p in files}
     assert "embedmind/store.py" in names
-    assert "embedmind/vectors/hnsw.py" in names
+    assert "embedmind/backend/sqlite/hnsw.py" in names
     assert any(n.startswith("adapters/langchain/") for n in names)
     assert any(n.startswith("adapters/llamaindex/") for n in names)
     findings = [

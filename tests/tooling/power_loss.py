@@ -6,7 +6,7 @@ Three parts, used by ``tests/reliability/test_power_loss.py``:
     Runs a fixed workload (remember / remember_many / forget with vectors from the
     hashing embedder, close and reopen, the periodic index save, vacuum, a
     re-embed) on ``OUT/store/s.mind`` while recording, at the
-    ``embedmind.storage.fileio`` layer, every operation on the engine's own files
+    ``embedmind.backend.sqlite.fileio`` layer, every operation on the engine's own files
     (create, the bytes written, fsync of a file, rename, unlink, fsync of the
     directory) to ``OUT/log.jsonl``. After every SQLite commit it appends a
     ``commit`` event and copies the database as it stands (SQLite's backup API) to
@@ -264,7 +264,7 @@ def recording(rec: Recorder, mutant: str) -> Iterator[None]:
     """Route fileio's ``os`` and ``tempfile`` through ``rec`` and log every commit."""
     import tempfile
 
-    from embedmind.storage import database, fileio
+    from embedmind.backend.sqlite import database, fileio
 
     real_write = database.Database.write
 
@@ -587,7 +587,7 @@ def check_state(spec: dict[str, Any], models: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
 
     import embedmind
-    from embedmind.storage import vectors as vector_rows
+    from embedmind.backend.sqlite import vector_rows
 
     path = os.path.join(spec["dir"], STORE_NAME)
     report: dict[str, Any] = {"state": spec["state"], "errors": [], "lost": []}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from embedmind import InvalidInputError
-from embedmind.namespaces import SUBTREE_SUFFIX, in_scope, normalize_namespace
+from embedmind.query.scope import SUBTREE_SUFFIX, in_scope, normalize_namespace
 
 Scope = str | list[str]
 

@@ -1,0 +1,142 @@
+"""The SQLite backend: one apsw database file, its BM25 postings and its HNSW caches.
+
+:class:`SqliteBackend` owns the :class:`~embedmind.backend.sqlite.database.Database`
+(the file, its lock and connections), the BM25 index's per-process cache and
+the two vector caches (memory vectors, fragments) that live beside the file
+(``name.mind-vectors``, ``name.mind-fragments``). :data:`FACTORY` is what the
+built-in plugin registers through ``register_backends``: it claims every
+location that is not a URL.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from embedmind.backend.sqlite import vector_rows
+from embedmind.backend.sqlite.database import Database, normalize_path
+from embedmind.backend.sqlite.hnsw import VectorIndex
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.backend.sqlite.session import Parts, SqliteRead
+from embedmind.backend.sqlite.session_writes import SqliteWrite
+from embedmind.backend.values import Capabilities, OpenOptions
+from embedmind.errors import StorageError
+
+logger = logging.getLogger(__name__)
+
+CAPABILITIES = Capabilities(
+    name="sqlite",
+    secure_delete=True,
+    wal_checkpoint=True,
+    vector_cache=True,
+    file_backed=True,
+    vacuum=True,
+    multi_process=True,
+)
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+class SqliteBackend:
+    """One open SQLite store (:class:`~embedmind.backend.protocol.Backend`)."""
+
+    capabilities = CAPABILITIES
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.lexical = LexicalIndex()
+        self.vectors: VectorIndex | None = None
+        self.fragment_vectors: VectorIndex | None = None
+        self.parts = Parts(self.lexical, None, None)
+
+    def configure_vectors(self, dims: int) -> None:
+        """Open the vector caches beside the file for ``dims``-dimensional vectors."""
+        self.vectors = VectorIndex(self.database.sibling("-vectors"), dims)
+        # Beside the real file (symlinked names resolve to it).
+        self.fragment_vectors = VectorIndex(
+            self.database.sibling("-fragments"), dims, space=vector_rows.FRAGMENTS
+        )
+        self.parts.vectors, self.parts.fragment_vectors = self.vectors, self.fragment_vectors
+
+    @property
+    def path(self) -> str:
+        """The file's absolute path, or ``":memory:"``."""
+        return self.database.path
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open file."""
+        return self.database.schema_version
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self.database.closed
+
+    @contextmanager
+    def read(self) -> Iterator[SqliteRead]:
+        """Open a read snapshot."""
+        with self.database.read() as conn:
+            yield SqliteRead(conn, self.parts)
+
+    @contextmanager
+    def write(self) -> Iterator[SqliteWrite]:
+        """Open a write transaction."""
+        with self.database.write() as conn:
+            yield SqliteWrite(conn, self.parts)
+
+    def checkpoint(self, timeout: float) -> str | None:
+        """Fold the WAL into the main file; why not, when it could not."""
+        return self.database.checkpoint(timeout)
+
+    def vacuum(self) -> None:
+        """Rebuild the file, reclaiming free pages."""
+        self.database.vacuum()
+
+    def file_bytes(self) -> int:
+        """Bytes of the file and its WAL."""
+        return self.database.file_bytes()
+
+    def save_vector_cache(self) -> None:
+        """Save the memory-vector index file if it moved on (at close: a cache, never fatal)."""
+        if self.vectors is None or self.vectors.file_path is None:
+            return
+        try:
+            with self.database.write() as conn:
+                self.vectors.save(conn)
+        except (StorageError, OSError) as e:  # the next open rebuilds it
+            logger.warning("could not save the vector index of %s: %s", self.path, e)
+
+    def close(self) -> None:
+        """Release the file, its lock and connections (the caller saved the caches)."""
+        self.database.close()
+
+
+class SqliteFactory:
+    """The SQLite :class:`~embedmind.backend.protocol.BackendFactory`: paths, ``":memory:"``."""
+
+    name = "sqlite"
+    schemes: tuple[str, ...] = ()
+
+    def claims(self, location: str) -> bool:
+        """Every location that is not a URL (``scheme://``) is a file path."""
+        return _URL.match(location) is None
+
+    def open(self, options: OpenOptions) -> SqliteBackend:
+        """Open (creating if missing) the file at ``options.location``."""
+        database = Database(
+            normalize_path(options.location),
+            synchronous=options.synchronous,  # type: ignore[arg-type]
+            busy_timeout=options.busy_timeout,
+        )
+        return SqliteBackend(database)
+
+
+FACTORY = SqliteFactory()
+"""The factory the built-in plugin registers."""
+
+
+def is_url(location: str) -> bool:
+    """Whether ``location`` names a URL (``scheme://...``) rather than a file."""
+    return _URL.match(location) is not None

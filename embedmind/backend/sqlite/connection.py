@@ -1,0 +1,203 @@
+"""SQLite connections through apsw: pragmas, SQL functions, per-thread use, fork safety.
+
+A file store gives each thread its own connection (SQLite connections must not
+interleave transactions), and a process that finds itself forked opens fresh
+ones instead of touching the parent's (SQLite forbids carrying a connection
+across ``fork()``). A ``":memory:"`` store has exactly one database, so all
+threads share one connection behind a lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any, Literal
+
+import apsw
+
+from embedmind.backend.sqlite.where_sql import (
+    LOWER_FUNCTION,
+    TYPE_ERROR_FUNCTION,
+    lower,
+    raise_type_error,
+)
+from embedmind.errors import StorageError, StoreClosedError
+
+Synchronous = Literal["FULL", "NORMAL"]
+MEMORY_PATH = ":memory:"
+FORK_MESSAGE = (
+    "store {path!r} was opened before fork(); SQLite connections cannot cross fork(), "
+    "so open the store in the child only (or use the 'spawn' start method)"
+)
+_open_by: dict[str, list[int]] = {}
+"""Processes that hold each store path open; a forked child inherits this map."""
+_open_guard = threading.Lock()
+
+
+def claim_path(path: str) -> None:
+    """Record that this process opens ``path``; refuse when an ancestor holds it open.
+
+    Raises:
+        StorageError: When a process this one was forked from had ``path`` open.
+    """
+    path = os.path.realpath(path)  # one file, however it is named
+    with _open_guard:
+        holders = _open_by.setdefault(path, [])
+        if any(pid != os.getpid() for pid in holders):
+            raise StorageError(FORK_MESSAGE.format(path=path))
+        holders.append(os.getpid())
+
+
+def release_path(path: str) -> None:
+    """Undo one :func:`claim_path` of this process."""
+    path = os.path.realpath(path)
+    with _open_guard:
+        holders = _open_by.get(path, [])
+        if os.getpid() in holders:
+            holders.remove(os.getpid())
+
+
+PAGE_SIZE = 8192
+
+
+def _configure(conn: apsw.Connection, synchronous: Synchronous, busy_ms: int) -> None:
+    # Set on every connection: distributions differ in their defaults.
+    conn.setbusytimeout(busy_ms)
+    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA secure_delete = ON")
+    conn.execute("PRAGMA trusted_schema = OFF")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA cache_size = -32768")
+    conn.create_scalar_function(TYPE_ERROR_FUNCTION, raise_type_error, 2, deterministic=False)  # type: ignore[arg-type]
+    conn.create_scalar_function(LOWER_FUNCTION, lower, 1, deterministic=True)  # type: ignore[arg-type]
+
+
+def open_connection(path: str, synchronous: Synchronous, busy_ms: int) -> apsw.Connection:
+    """Open and configure one connection.
+
+    Args:
+        path: The database file (taken literally: ``file:`` URIs are not parsed).
+        synchronous: ``"FULL"`` (durable at commit) or ``"NORMAL"``.
+        busy_ms: SQLite's busy timeout, a backstop behind the writer lock.
+
+    Returns:
+        The configured connection.
+
+    Raises:
+        StorageError: When SQLite cannot open or configure the file.
+    """
+    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    conn: apsw.Connection | None = None
+    try:
+        conn = apsw.Connection(path, flags=flags)
+        conn.setbusytimeout(busy_ms)
+        _refuse_foreign_database(conn, path)
+        _configure(conn, synchronous, busy_ms)
+    except (apsw.Error, StorageError) as e:
+        if conn is not None:
+            with suppress(apsw.Error):
+                conn.close()
+        if isinstance(e, StorageError):
+            raise
+        raise StorageError(f"cannot open store {path!r}: {e}") from e
+    return conn
+
+
+def _refuse_foreign_database(conn: apsw.Connection, path: str) -> None:
+    """Refuse another application's SQLite database before touching it.
+
+    A store's file records its schema version in ``user_version`` from its first
+    transaction on, and creates its tables in that same transaction; a file at
+    version 0 that already has tables belongs to someone else. Opening it would
+    add embedmind's tables and switch it to WAL mode, so it is refused first.
+    """
+    version = conn.execute("PRAGMA user_version").fetchall()[0][0]
+    if version != 0:
+        return
+    tables = conn.execute(
+        "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+    ).fetchall()[0][0]
+    if tables:
+        raise StorageError(
+            f"{path!r} is a SQLite database that embedmind did not create; "
+            "refusing to open it as a store (nothing was changed)"
+        )
+
+
+class ConnectionManager:
+    """Hands out the right connection for the calling thread and process."""
+
+    def __init__(self, path: str, synchronous: Synchronous, busy_ms: int) -> None:
+        self.path = path
+        self._synchronous = synchronous
+        self._busy_ms = busy_ms
+        self._pid = os.getpid()
+        self._local = threading.local()
+        self._all: list[apsw.Connection] = []
+        self._guard = threading.RLock()
+        self._shared: apsw.Connection | None = None
+        self._closed = False
+        if path == MEMORY_PATH:
+            self._shared = open_connection(path, synchronous, busy_ms)
+            self._all.append(self._shared)
+        else:
+            claim_path(path)
+
+    def _after_fork(self) -> None:
+        # SQLite keeps per-file lock and shared-memory state per process; a
+        # forked child inherits the parent's copy, so even a brand-new
+        # connection in the child would share it without holding a lock of its
+        # own, and its commits could vanish when the parent closes. Refuse.
+        raise StorageError(FORK_MESSAGE.format(path=self.path))
+
+    @contextmanager
+    def connection(self) -> Iterator[apsw.Connection]:
+        """Yield the calling thread's connection (the shared one, locked, in memory)."""
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        if os.getpid() != self._pid:
+            self._after_fork()
+        if self._shared is not None:
+            with self._guard:
+                yield self._shared
+            return
+        conn: apsw.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = open_connection(self.path, self._synchronous, self._busy_ms)
+            self._local.conn = conn
+            with self._guard:
+                self._all.append(conn)
+        yield conn
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` ran."""
+        return self._closed
+
+    def close(self) -> None:
+        """Close every connection this manager opened in this process."""
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True
+            if os.getpid() != self._pid:
+                return  # never touch the parent's connections from a forked child
+            if self._shared is None:
+                release_path(self.path)
+            for conn in self._all:
+                with suppress(apsw.Error):  # close is best effort
+                    conn.close()
+            self._all = []
+
+
+def fetch_one(conn: apsw.Connection, sql: str, params: Any = ()) -> tuple[Any, ...]:
+    """Run a query that always yields a row (an aggregate, ``RETURNING``) and return it."""
+    row = conn.execute(sql, params).fetchone()
+    if row is None:  # pragma: no cover - only a damaged schema gets here
+        raise StorageError(f"expected a row from: {sql}")
+    return tuple(row)

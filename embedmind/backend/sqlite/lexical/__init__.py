@@ -1,0 +1,1 @@
+"""The SQLite backend's BM25 index: postings in the store file, MaxScore, session context."""

@@ -1,0 +1,451 @@
+"""The BM25 inverted index: maintained in the record's transaction, scored with numpy.
+
+Writes go through :meth:`LexicalIndex.add` and :meth:`LexicalIndex.remove`
+inside the caller's write transaction, so postings always agree with the
+records. Reads score every posting of the query terms exhaustively (so a
+filter can never make the channel under-return) from a per-process cache of
+decoded blocks that is revalidated against the block versions on each query.
+The store's alias table (:mod:`embedmind.lexical.aliases`) shapes both sides:
+documents carry the expansions of the keys they hold, and a query's terms
+gain the expansions of the keys it holds, at a reduced weight.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from embedmind.backend.sqlite import alias_rows
+from embedmind.backend.sqlite import postings as store
+from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite.blocks import BLOCK_SIZE, Postings, concat, make
+from embedmind.backend.sqlite.lexical import context
+from embedmind.lexical import aliases, bm25, maxscore
+from embedmind.lexical.aliases import Table, fields
+from embedmind.lexical.analyzer import analyze
+from embedmind.lexical.maxscore import TermList
+
+MERGE_BELOW = 128
+"""A term's last block is topped up with new postings only while it holds fewer than this."""
+CACHE_POSTINGS = 2_000_000
+"""Postings kept decoded per cache level (about 14 bytes each)."""
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Every document matching at least one query term, with its BM25 score."""
+
+    keys: npt.NDArray[np.int64]
+    scores: npt.NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct analysed terms of a query, in order."""
+    return list(dict.fromkeys(analyze(text)))
+
+
+class LexicalIndex:
+    """BM25 postings of one store, plus this process's cache of them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._terms: _LRU[_Cached] = _LRU(CACHE_POSTINGS)
+        self._blocks: _LRU[Postings] = _LRU(CACHE_POSTINGS)
+        self._table: tuple[str, Table] = ("", aliases.EMPTY)
+
+    def aliases(self, conn: apsw.Connection) -> Table:
+        """The store's compiled alias table, as of ``conn``'s transaction (cached by version)."""
+        version = alias_rows.version(conn)
+        with self._lock:
+            cached_version, table = self._table
+        if cached_version == version:
+            return table
+        table = Table.compile(alias_rows.rows(conn))
+        with self._lock:
+            self._table = (version, table)
+        return table
+
+    # -- writes (inside the caller's transaction) ---------------------------
+
+    def add(self, conn: apsw.Connection, docs: Sequence[tuple[int, str]], version: int) -> None:
+        """Index documents ``(key, content)`` whose keys are not indexed yet.
+
+        With session context on, the documents they now sit beside in their
+        dialogs are re-indexed too, in the same transaction.
+        """
+        if not docs:
+            return
+        table = self.aliases(conn)
+        if not sessions.enabled(conn):
+            entries = [context.Entry(key, fields(text, table).alone(), None) for key, text in docs]
+            self._put(conn, [e for e in entries if e.counts], version)
+            return
+        entries, changed = context.plan_add(conn, docs, lambda key: self._links(conn, key), table)
+        for key in changed:
+            self._drop(conn, key, version)
+        # A sessionless document without terms is not indexed (as without context).
+        self._put(conn, [e for e in entries if e.counts or e.links is not None], version)
+
+    def remove(self, conn: apsw.Connection, key: int, version: int) -> None:
+        """Drop a document's postings (a no-op when it is not indexed).
+
+        With session context, its two dialog neighbours are re-indexed without it.
+        """
+        links = self._drop(conn, key, version)
+        if links is None or links == (None, None):
+            return
+        entries = context.plan_remove(
+            conn, links, lambda other: self._links(conn, other), self.aliases(conn)
+        )
+        for entry in entries:
+            self._drop(conn, entry.key, version)
+        self._put(conn, entries, version)
+
+    def detach(self, conn: apsw.Connection, keys: Sequence[int], version: int) -> list[int]:
+        """Remove ``keys`` before their dialog changes (a move); return the ones that were indexed.
+
+        Call :meth:`attach` with the result once the records are changed, in
+        the same transaction, so old and new neighbours are both re-indexed.
+        """
+        indexed = [key for key in keys if store.get_doc(conn, key) is not None]
+        for key in indexed:
+            self.remove(conn, key, version)
+        return indexed
+
+    def attach(self, conn: apsw.Connection, keys: Sequence[int], version: int) -> None:
+        """Index ``keys`` again from their records' current content (after :meth:`detach`)."""
+        texts = sessions.contents(conn, keys)
+        self.add(conn, [(key, texts[key]) for key in keys if key in texts], version)
+
+    def rebuild(self, conn: apsw.Connection, version: int, *, session_context: bool) -> None:
+        """Re-derive every posting from the records, with session context on or off.
+
+        This is the definition incremental maintenance must match (and the
+        switch: turning session context on or off re-indexes the store).
+        """
+        conn.execute("DELETE FROM lex_blocks")
+        conn.execute("DELETE FROM lex_docs")
+        conn.execute("DELETE FROM lex_terms")
+        conn.execute("UPDATE lex_stats SET doc_count = 0, total_length = 0 WHERE id = 1")
+        sessions.set_enabled(conn, session_context)
+        alias_rows.clear_pending(conn)  # every posting follows the current alias table again
+        self.add(conn, sessions.unforgotten(conn), version)
+        self.clear_cache()
+
+    def reindex(self, conn: apsw.Connection, keys: Sequence[int], version: int) -> int:
+        """Re-derive the postings of ``keys`` under the current alias table; return how many.
+
+        Only indexed documents are touched (a forgotten or deleted memory has
+        no postings to redo); their dialog links stay as they are, since an
+        alias change moves no memory.
+        """
+        indexed: dict[int, store.Links] = {}
+        for key in sorted(set(keys)):
+            entry = store.get_entry(conn, key)
+            if entry is not None:
+                indexed[key] = entry[3]
+        if not indexed:
+            return 0
+        entries = context.plan_reindex(
+            conn, indexed, self.aliases(conn), context=sessions.enabled(conn)
+        )
+        for key in indexed:
+            self._drop(conn, key, version)
+        self._put(conn, entries, version)
+        return len(indexed)
+
+    def holding(self, conn: apsw.Connection, key_terms: Sequence[str]) -> set[int]:
+        """The indexed documents whose postings hold every one of ``key_terms``.
+
+        Postings include the words a document lends its dialog neighbours, so
+        this is every document whose own text or a neighbour's contains an
+        alias key with these terms (a superset: the terms need not be adjacent).
+        """
+        rows = store.lookup_terms(conn, key_terms)
+        if len(rows) < len(set(key_terms)):
+            return set()
+        found: set[int] | None = None
+        for row in rows.values():
+            keys = set(self._postings(conn, row).keys.tolist())
+            found = keys if found is None else found & keys
+        return found or set()
+
+    def _links(self, conn: apsw.Connection, key: int) -> store.Links:
+        entry = store.get_entry(conn, key)
+        return (None, None) if entry is None else entry[3]
+
+    def _put(self, conn: apsw.Connection, entries: Sequence[context.Entry], version: int) -> None:
+        """Write the postings of documents that are not indexed (weighted counts given)."""
+        if not entries:
+            return
+        terms = {term for entry in entries for term in entry.counts}
+        ids = {term: row.term_id for term, row in store.lookup_terms(conn, terms).items()}
+        ids.update(store.create_terms(conn, sorted(terms - ids.keys()), version))
+        triples = _Triples()
+        rows = []
+        for entry in entries:
+            term_ids = [ids[term] for term in entry.counts]
+            tfs = list(entry.counts.values())
+            length = sum(tfs)
+            rows.append((entry.key, length, list(zip(term_ids, tfs, strict=True))))
+            if term_ids:
+                triples.add(entry.key, length, term_ids, tfs)
+        store.put_docs(conn, rows, [entry.links for entry in entries])
+        store.add_stats(conn, len(rows), sum(length for _, length, _ in rows))
+        if not triples.terms:
+            return
+        per_term = triples.by_term()
+        lasts = store.last_blocks(conn, [term_id for term_id, _ in per_term])
+        appends: list[store.BlockWrite] = []
+        for term_id, new in per_term:
+            last = lasts.get(term_id)
+            if last is None or new.keys[0] > last.postings.keys[-1]:
+                appends += _append(term_id, last, new)
+            else:  # re-indexed old keys land between existing ones
+                _insert_between(conn, term_id, new, version)
+        store.write_blocks(conn, appends, version)
+        store.add_dfs(conn, [(term_id, len(new)) for term_id, new in per_term], version)
+
+    def _drop(self, conn: apsw.Connection, key: int, version: int) -> store.Links | None:
+        """Drop one document's postings; return the links they were built with."""
+        doc = store.get_entry(conn, key)
+        if doc is None:
+            return None
+        length, term_ids, _, links = doc
+        for term_id in term_ids.tolist():
+            block = store.block_for_key(conn, term_id, key)
+            if block is None:  # pragma: no cover - lex_docs and blocks agree
+                continue
+            remaining = block.postings.without(key)
+            if len(remaining):
+                store.write_block(
+                    conn, block.block_id, term_id, block.first_key, remaining, version
+                )
+            else:
+                store.delete_block(conn, block.block_id)
+            store.change_df(conn, term_id, -1, version)
+        store.delete_doc(conn, key)
+        store.add_stats(conn, -1, -length)
+        return links
+
+    # -- reads ---------------------------------------------------------------
+
+    def term_lists(
+        self, conn: apsw.Connection, terms: Sequence[str]
+    ) -> tuple[list[TermList], float]:
+        """The postings of the query terms that exist, ready to score, and avgdl."""
+        weights = aliases.query_weights(terms, self.aliases(conn))
+        rows = store.lookup_terms(conn, weights)
+        doc_count, total_length = store.stats(conn)
+        if not rows or doc_count == 0:
+            return [], 1.0
+        avgdl = total_length / doc_count
+        lists = []
+        for term, row in rows.items():
+            cached = self._postings(conn, row)
+            # A term's score is linear in its idf: weighting the idf weights the term.
+            idf = bm25.idf(row.df, doc_count) * weights[term]
+            # A hair above the exact bound: scores are computed in float32.
+            bound = bm25.upper_bound(cached.max_tf, cached.min_length, idf, avgdl) * 1.0001
+            lists.append(TermList(cached.keys, cached.tf, cached.length, idf, bound))
+        return lists, avgdl
+
+    def score(self, conn: apsw.Connection, terms: Sequence[str]) -> Scored:
+        """Score every document containing at least one of ``terms``."""
+        lists, avgdl = self.term_lists(conn, terms)
+        keys, scores = maxscore.exhaustive(lists, avgdl)
+        return Scored(keys, scores)
+
+    def _postings(self, conn: apsw.Connection, row: store.TermRow) -> _Cached:
+        with self._lock:
+            cached = self._terms.get(row.term_id, row.version)
+        if cached is not None:
+            return cached
+        versions = store.block_versions(conn, row.term_id)
+        with self._lock:
+            parts = {b: self._blocks.get(b, v) for b, v in versions}
+        missing = [b for b, p in parts.items() if p is None]
+        loaded = store.load_blocks(conn, missing) if missing else {}
+        merged = _Cached.of(concat([parts[b] or loaded[b] for b, _ in versions]))
+        with self._lock:
+            for b, v in versions:
+                if b in loaded:
+                    self._blocks.put(b, v, loaded[b])
+            self._terms.put(row.term_id, row.version, merged)
+        return merged
+
+    def statistics(self, conn: apsw.Connection) -> tuple[int, int]:
+        """``(indexed documents, dictionary terms)``."""
+        return store.stats(conn)[0], store.term_count(conn)
+
+    def clear_cache(self) -> None:
+        """Drop every cached posting (after a vacuum or a rebuild)."""
+        with self._lock:
+            self._terms = _LRU[_Cached](CACHE_POSTINGS)
+            self._blocks = _LRU[Postings](CACHE_POSTINGS)
+
+
+class _Triples:
+    """(term, document, tf, length) postings of a batch, grouped by term with numpy."""
+
+    def __init__(self) -> None:
+        self.terms: list[int] = []
+        self.keys: list[int] = []
+        self.tfs: list[int] = []
+        self.lengths: list[int] = []
+
+    def add(self, key: int, length: int, term_ids: list[int], tfs: list[int]) -> None:
+        self.terms += term_ids
+        self.tfs += tfs
+        self.keys += [key] * len(term_ids)
+        self.lengths += [length] * len(term_ids)
+
+    def by_term(self) -> list[tuple[int, Postings]]:
+        terms = np.asarray(self.terms, dtype=np.int64)
+        keys = np.asarray(self.keys, dtype=np.int64)
+        order = np.lexsort((keys, terms))
+        terms, everything = terms[order], make(self.keys, self.tfs, self.lengths)
+        everything = Postings(
+            everything.keys[order], everything.tfs[order], everything.lengths[order]
+        )
+        bounds = [0, *(np.flatnonzero(np.diff(terms)) + 1).tolist(), len(terms)]
+        return [
+            (int(terms[start]), everything.slice(start, stop))
+            for start, stop in itertools.pairwise(bounds)
+        ]
+
+
+def _append(term_id: int, last: store.BlockRow | None, new: Postings) -> list[store.BlockWrite]:
+    """Block writes that append ``new`` (all keys above the term's last key)."""
+    writes: list[store.BlockWrite] = []
+    start = 0
+    # Top up only a small last block: rewriting a full one would cost a whole
+    # block of I/O per term per write, the dominant cost of ingest.
+    if last is not None and len(last.postings) < MERGE_BELOW:
+        start = BLOCK_SIZE - len(last.postings)
+        merged = concat([last.postings, new.slice(0, start)])
+        writes.append((last.block_id, term_id, last.first_key, merged))
+    for chunk in _chunks(new, start):
+        writes.append((None, term_id, int(chunk.keys[0]), chunk))
+    return writes
+
+
+def _insert_between(conn: apsw.Connection, term_id: int, new: Postings, version: int) -> None:
+    """Merge postings whose keys fall inside the term's existing range, one at a time."""
+    for i in range(len(new)):
+        one = new.slice(i, i + 1)
+        key = int(one.keys[0])
+        block = store.block_for_key(conn, term_id, key)
+        if block is None:  # pragma: no cover - the term has blocks
+            store.write_block(conn, None, term_id, key, one, version)
+            continue
+        merged = block.postings.merged(one)
+        first_key = min(block.first_key, key)
+        if len(merged) <= BLOCK_SIZE:
+            store.write_block(conn, block.block_id, term_id, first_key, merged, version)
+            continue
+        half = len(merged) // 2
+        upper = merged.slice(half, len(merged))
+        store.write_blocks(
+            conn,
+            [
+                (block.block_id, term_id, first_key, merged.slice(0, half)),
+                (None, term_id, int(upper.keys[0]), upper),
+            ],
+            version,
+        )
+
+
+def _chunks(postings: Postings, start: int) -> Iterator[Postings]:
+    for offset in range(start, len(postings), BLOCK_SIZE):
+        yield postings.slice(offset, min(offset + BLOCK_SIZE, len(postings)))
+
+
+def best_first(scored: Scored, first: int) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield positions into ``scored`` in descending score order, in growing chunks.
+
+    Ties break by ascending key. Only the part of the order a caller consumes is
+    ever sorted, so a filter that is satisfied early costs a partial sort.
+    """
+    remaining = np.arange(len(scored))
+    size = max(first, 1)
+    while remaining.size:
+        if remaining.size <= size:
+            chosen = remaining
+        else:
+            part = np.argpartition(-scored.scores[remaining], size - 1)[:size]
+            chosen = remaining[part]
+        order = np.lexsort((scored.keys[chosen], -scored.scores[chosen]))
+        yield chosen[order]
+        if chosen.size == remaining.size:
+            return
+        keep = np.ones(len(scored), dtype=bool)
+        keep[chosen] = False
+        remaining = remaining[keep[remaining]]
+        size *= 4
+
+
+@dataclass(frozen=True)
+class _Cached:
+    """A term's whole posting list, decoded for scoring."""
+
+    keys: npt.NDArray[np.int64]
+    tf: npt.NDArray[np.float32]
+    length: npt.NDArray[np.float32]
+    max_tf: int
+    min_length: int
+
+    @staticmethod
+    def of(p: Postings) -> _Cached:
+        if not len(p):
+            return _Cached(p.keys, np.empty(0, np.float32), np.empty(0, np.float32), 0, 1)
+        return _Cached(
+            p.keys,
+            p.tfs.astype(np.float32),
+            p.lengths.astype(np.float32),
+            int(p.tfs.max()),
+            int(p.lengths.min()),
+        )
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+
+V = TypeVar("V", Postings, _Cached)
+
+
+class _LRU(Generic[V]):
+    """Versioned LRU of decoded postings, bounded by total posting count."""
+
+    def __init__(self, capacity: int) -> None:
+        self._items: OrderedDict[int, tuple[int, V]] = OrderedDict()
+        self._size = 0
+        self._capacity = capacity
+
+    def get(self, key: int, version: int) -> V | None:
+        item = self._items.get(key)
+        if item is None or item[0] != version:
+            return None
+        self._items.move_to_end(key)
+        return item[1]
+
+    def put(self, key: int, version: int, value: V) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._size -= len(old[1])
+        self._items[key] = (version, value)
+        self._size += len(value)
+        while self._size > self._capacity and len(self._items) > 1:
+            _, (_, evicted) = self._items.popitem(last=False)
+            self._size -= len(evicted)

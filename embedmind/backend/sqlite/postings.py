@@ -1,0 +1,299 @@
+"""SQL for the BM25 index: the term dictionary, posting blocks, documents, statistics.
+
+Tables (see ``migrations.m0001_initial``):
+
+- ``lex_terms(term_id, term, df, version)`` — the dictionary; a term whose
+  last document goes leaves it.
+- ``lex_blocks(block_id, term_id, first_key, count, max_tf, min_length,
+  version, data)`` — packed postings (:mod:`embedmind.backend.sqlite.blocks`).
+  ``first_key`` is a lower bound of the block's keys, so the block holding a
+  key is the one with the largest ``first_key`` not above it.
+- ``lex_docs(key, length, terms)`` — each document's term ids and counts, so
+  removing a document touches exactly its own postings. With session context
+  the list also holds the document's dialog neighbours as pairs with a
+  negative "term id": ``(-1, previous key)`` and ``(-2, next key)``.
+- ``lex_stats`` — document count and total length, for idf and avgdl.
+
+``version`` columns hold the write sequence of the transaction that last
+changed the row; readers cache decoded blocks and reload only changed ones.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from embedmind.backend.sqlite.blocks import Postings, decode, encode
+from embedmind.backend.sqlite.connection import fetch_one
+from embedmind.errors import StorageError
+
+
+@dataclass(frozen=True)
+class TermRow:
+    """A dictionary entry."""
+
+    term_id: int
+    df: int
+    version: int
+
+
+@dataclass(frozen=True)
+class BlockRow:
+    """A posting block, decoded."""
+
+    block_id: int
+    first_key: int
+    postings: Postings
+
+
+def lookup_terms(conn: apsw.Connection, terms: Iterable[str]) -> dict[str, TermRow]:
+    """Return the dictionary rows of the given terms that exist."""
+    terms = list(terms)
+    if not terms:
+        return {}
+    sql = (
+        "SELECT term, term_id, df, version FROM lex_terms "
+        "WHERE term IN (SELECT value FROM json_each(?))"
+    )
+    return {
+        row[0]: TermRow(row[1], row[2], row[3])
+        for row in conn.execute(sql, (json.dumps(terms, ensure_ascii=False),))
+    }
+
+
+def create_terms(conn: apsw.Connection, terms: Sequence[str], version: int) -> dict[str, int]:
+    """Add terms with df 0 and return their ids."""
+    return {
+        str(row[1]): int(row[0])
+        for row in conn.executemany(
+            "INSERT INTO lex_terms (term, df, version) VALUES (?, 0, ?) RETURNING term_id, term",
+            [(term, version) for term in terms],
+        )
+    }
+
+
+def add_dfs(conn: apsw.Connection, deltas: Sequence[tuple[int, int]], version: int) -> None:
+    """Raise document frequencies: ``(term_id, positive delta)`` pairs."""
+    conn.executemany(
+        "UPDATE lex_terms SET df = df + ?, version = ? WHERE term_id = ?",
+        [(delta, version, term_id) for term_id, delta in deltas],
+    )
+
+
+def change_df(conn: apsw.Connection, term_id: int, delta: int, version: int) -> int:
+    """Adjust a term's document frequency; delete the term when it reaches 0."""
+    row = fetch_one(
+        conn,
+        "UPDATE lex_terms SET df = df + ?, version = ? WHERE term_id = ? RETURNING df",
+        (delta, version, term_id),
+    )
+    df = int(row[0])
+    if df <= 0:
+        conn.execute("DELETE FROM lex_terms WHERE term_id = ?", (term_id,))
+    return df
+
+
+def _block(row: Sequence[object] | None) -> BlockRow | None:
+    if row is None:
+        return None
+    block_id, first_key, count, data = row
+    return BlockRow(int(block_id), int(first_key), decode(data, int(count)))  # type: ignore[call-overload, arg-type]
+
+
+_BLOCK_COLUMNS = "block_id, first_key, count, data"
+
+
+def last_blocks(conn: apsw.Connection, term_ids: Sequence[int]) -> dict[int, BlockRow]:
+    """The block with the largest keys of each of ``term_ids`` that has blocks."""
+    sql = (
+        "SELECT j.value, b.block_id, b.first_key, b.count, b.data FROM json_each(?) AS j "
+        "JOIN lex_blocks AS b ON b.block_id = (SELECT block_id FROM lex_blocks "
+        "WHERE term_id = j.value ORDER BY first_key DESC LIMIT 1)"
+    )
+    found: dict[int, BlockRow] = {}
+    for term_id, block_id, first_key, count, data in conn.execute(
+        sql, (json.dumps(list(term_ids)),)
+    ):
+        found[int(term_id)] = BlockRow(int(block_id), int(first_key), decode(data, int(count)))
+    return found
+
+
+BlockWrite = tuple[int | None, int, int, Postings]
+"""``(block_id or None for a new block, term_id, first_key, postings)``."""
+
+
+def write_blocks(conn: apsw.Connection, writes: Sequence[BlockWrite], version: int) -> None:
+    """Insert or overwrite many blocks."""
+    inserts, updates = [], []
+    for block_id, term_id, first_key, postings in writes:
+        values = _block_values(term_id, first_key, postings, version)
+        if block_id is None:
+            inserts.append(values)
+        else:
+            updates.append((*values, block_id))
+    if inserts:
+        conn.executemany(
+            "INSERT INTO lex_blocks (term_id, first_key, count, max_tf, min_length, version, data) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            inserts,
+        )
+    if updates:
+        conn.executemany(
+            "UPDATE lex_blocks SET term_id = ?, first_key = ?, count = ?, max_tf = ?, "
+            "min_length = ?, version = ?, data = ? WHERE block_id = ?",
+            updates,
+        )
+
+
+def _block_values(
+    term_id: int, first_key: int, postings: Postings, version: int
+) -> tuple[int, int, int, int, int, int, bytes]:
+    return (
+        term_id,
+        first_key,
+        len(postings),
+        int(postings.tfs.max()),
+        int(postings.lengths.min()),
+        version,
+        encode(postings),
+    )
+
+
+def block_for_key(conn: apsw.Connection, term_id: int, key: int) -> BlockRow | None:
+    """The block that holds (or would hold) ``key``: the first block when ``key`` precedes all."""
+    found = conn.execute(
+        f"SELECT {_BLOCK_COLUMNS} FROM lex_blocks WHERE term_id = ? AND first_key <= ? "
+        "ORDER BY first_key DESC LIMIT 1",
+        (term_id, key),
+    ).fetchone()
+    if found is None:
+        found = conn.execute(
+            f"SELECT {_BLOCK_COLUMNS} FROM lex_blocks WHERE term_id = ? ORDER BY first_key LIMIT 1",
+            (term_id,),
+        ).fetchone()
+    return _block(found)
+
+
+def write_block(
+    conn: apsw.Connection,
+    block_id: int | None,
+    term_id: int,
+    first_key: int,
+    postings: Postings,
+    version: int,
+) -> None:
+    """Insert a block (``block_id`` None) or overwrite one."""
+    write_blocks(conn, [(block_id, term_id, first_key, postings)], version)
+
+
+def delete_block(conn: apsw.Connection, block_id: int) -> None:
+    """Remove an emptied block."""
+    conn.execute("DELETE FROM lex_blocks WHERE block_id = ?", (block_id,))
+
+
+def block_versions(conn: apsw.Connection, term_id: int) -> list[tuple[int, int]]:
+    """``(block_id, version)`` of a term's blocks, in key order."""
+    return [
+        (int(r[0]), int(r[1]))
+        for r in conn.execute(
+            "SELECT block_id, version FROM lex_blocks WHERE term_id = ? ORDER BY first_key",
+            (term_id,),
+        )
+    ]
+
+
+def load_blocks(conn: apsw.Connection, block_ids: Sequence[int]) -> dict[int, Postings]:
+    """Decode the given blocks."""
+    return {
+        int(r[0]): decode(r[2], int(r[1]))
+        for r in conn.execute(
+            "SELECT block_id, count, data FROM lex_blocks "
+            "WHERE block_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(block_ids)),),
+        )
+    }
+
+
+def get_doc(
+    conn: apsw.Connection, key: int
+) -> tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """A document's length, term ids and term counts, or None when not indexed."""
+    entry = get_entry(conn, key)
+    return None if entry is None else entry[:3]
+
+
+_PREV, _NEXT = -1, -2
+Links = tuple[int | None, int | None]
+"""A document's ``(previous, next)`` dialog neighbours."""
+
+
+def get_entry(
+    conn: apsw.Connection, key: int
+) -> tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64], Links] | None:
+    """A document's length, term ids, term counts and dialog links, or None when not indexed."""
+    row = conn.execute("SELECT length, terms FROM lex_docs WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        return None
+    if len(row[1]) % 16:
+        # Pairs of int64: anything else is a damaged row, not numpy's ValueError.
+        raise StorageError(f"the term list of document {key} is damaged")
+    packed = np.frombuffer(row[1], dtype="<i8").reshape(-1, 2)
+    terms = packed[:, 0] >= 0
+    links = {int(kind): int(other) for kind, other in packed[~terms].tolist()}
+    return (
+        int(row[0]),
+        packed[terms, 0].astype(np.int64),
+        packed[terms, 1].astype(np.int64),
+        (links.get(_PREV), links.get(_NEXT)),
+    )
+
+
+def put_docs(
+    conn: apsw.Connection,
+    docs: Sequence[tuple[int, int, Sequence[tuple[int, int]]]],
+    links: Sequence[Links | None] | None = None,
+) -> None:
+    """Record documents: ``(key, length, [(term_id, tf), ...])``, each with its dialog links."""
+    rows = []
+    for i, (key, length, pairs) in enumerate(docs):
+        around = links[i] if links is not None else None
+        extra = [] if around is None else _link_pairs(around)
+        packed = np.asarray([*pairs, *extra], dtype="<i8").reshape(-1, 2).tobytes()
+        rows.append((key, length, packed))
+    conn.executemany("INSERT INTO lex_docs (key, length, terms) VALUES (?, ?, ?)", rows)
+
+
+def _link_pairs(links: Links) -> list[tuple[int, int]]:
+    previous, following = links
+    out = [] if previous is None else [(_PREV, previous)]
+    return out if following is None else [*out, (_NEXT, following)]
+
+
+def delete_doc(conn: apsw.Connection, key: int) -> None:
+    """Forget a document's term list."""
+    conn.execute("DELETE FROM lex_docs WHERE key = ?", (key,))
+
+
+def stats(conn: apsw.Connection) -> tuple[int, int]:
+    """``(document count, total length)`` of the index."""
+    row = fetch_one(conn, "SELECT doc_count, total_length FROM lex_stats WHERE id = 1")
+    return int(row[0]), int(row[1])
+
+
+def add_stats(conn: apsw.Connection, docs: int, length: int) -> None:
+    """Adjust the collection statistics."""
+    conn.execute(
+        "UPDATE lex_stats SET doc_count = doc_count + ?, total_length = total_length + ? "
+        "WHERE id = 1",
+        (docs, length),
+    )
+
+
+def term_count(conn: apsw.Connection) -> int:
+    """Number of terms in the dictionary."""
+    return int(fetch_one(conn, "SELECT count(*) FROM lex_terms")[0])

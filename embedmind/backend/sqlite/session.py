@@ -1,0 +1,265 @@
+"""The SQLite backend's sessions: the protocol's facets over one apsw connection.
+
+Each facet delegates to the row modules of this package (``records``,
+``graph_rows``, ``vector_rows``...), compiling a
+:class:`~embedmind.query.Selection` with
+:func:`~embedmind.backend.sqlite.selection_sql.compile_selection` where a read
+filters. The BM25 postings and the HNSW caches are this backend's own derived
+indexes: text is indexed by :meth:`SqliteRecordWrites.index_text`, vectors
+are searched through :mod:`~embedmind.backend.sqlite.vector_search`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from embedmind.backend.sqlite import (
+    fragment_rows,
+    graph_rows,
+    lifecycle_rows,
+    records,
+    session_rows,
+    vector_rows,
+    vector_search,
+)
+from embedmind.backend.sqlite.identities import identities
+from embedmind.backend.sqlite.lexical.channel import text_channel, widened_channel
+from embedmind.backend.sqlite.lexical.context import context_terms
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.backend.sqlite.selection_sql import Condition, compile_selection
+from embedmind.backend.values import Edge, Identity, Link, RowRef, Space, VectorHit
+from embedmind.model import Memory
+from embedmind.query.selection import Selection
+
+_SPACES = {Space.MEMORY: vector_rows.MEMORY, Space.FRAGMENTS: vector_rows.FRAGMENTS}
+
+
+@dataclass
+class Parts:
+    """What a session works with beside its connection: the backend's derived indexes."""
+
+    lexical: LexicalIndex
+    vectors: Any  # HnswIndex | None
+    fragment_vectors: Any  # HnswIndex | None
+
+
+class _Facet:
+    def __init__(self, conn: apsw.Connection, parts: Parts) -> None:
+        self.conn = conn
+        self.parts = parts
+        self._compiled: dict[int, tuple[Selection, Condition]] = {}
+
+    def condition(self, selection: Selection) -> Condition:
+        """The compiled selection, compiled once per session and selection."""
+        cached = self._compiled.get(id(selection))
+        if cached is None or cached[0] is not selection:
+            cached = (selection, compile_selection(selection))
+            self._compiled[id(selection)] = cached
+        return cached[1]
+
+
+def _ref(existing: records.Existing) -> RowRef:
+    return RowRef(
+        existing.key,
+        existing.namespace,
+        existing.content,
+        existing.created_at,
+        existing.forgotten,
+        existing.superseded_by,
+    )
+
+
+class SqliteRecords(_Facet):
+    """:class:`~embedmind.backend.protocol.Records` over SQLite."""
+
+    def find(self, memory_id: str) -> RowRef | None:
+        found = records.find(self.conn, memory_id)
+        return None if found is None else _ref(found)
+
+    def find_many(self, ids: Sequence[str]) -> dict[str, RowRef]:
+        return {i: _ref(e) for i, e in records.find_many(self.conn, ids).items()}
+
+    def load(self, keys: Sequence[int]) -> dict[int, Memory]:
+        return records.select_by_keys(self.conn, keys)
+
+    def load_ids(self, ids: Sequence[str]) -> dict[str, Memory]:
+        return records.select_by_ids(self.conn, ids)
+
+    def identities(self, keys: Sequence[int], *, live: bool = False) -> dict[int, Identity]:
+        return {k: Identity(*row) for k, row in identities(self.conn, keys, live=live).items()}
+
+    def admitted(self, keys: Sequence[int], selection: Selection) -> set[int]:
+        return records.keys_passing(self.conn, keys, *self.condition(selection))
+
+    def page(
+        self, selection: Selection, after: tuple[int, int] | None, limit: int
+    ) -> list[tuple[int, int, Memory]]:
+        sql, params = self.condition(selection)
+        return records.page(self.conn, sql, params, after, limit)
+
+    def by_fingerprint(self, fingerprint: str, selection: Selection) -> Memory | None:
+        return records.by_fingerprint(self.conn, fingerprint, *self.condition(selection))
+
+    def statistics(self, now: int) -> dict[str, Any]:
+        return records.statistics(self.conn, now)
+
+    def live_count(self) -> int:
+        return records.live_count(self.conn)
+
+    def forgotten_keys(self) -> list[int]:
+        return records.forgotten_keys(self.conn)
+
+    def export_page(self, after: int, limit: int) -> list[dict[str, Any]]:
+        return records.export_page(self.conn, after, limit)
+
+    def contents_after(self, after: int, limit: int) -> list[tuple[int, str]]:
+        return records.contents_after(self.conn, after, limit)
+
+
+class SqliteChannels(_Facet):
+    """:class:`~embedmind.backend.protocol.Channels` over the postings and the HNSW caches."""
+
+    def text_top(self, text: str, selection: Selection, k: int) -> list[tuple[int, float]]:
+        return text_channel(self.conn, self.parts.lexical, text, self.condition(selection), k)
+
+    def text_widened(
+        self, text: str, selection: Selection, k: int, base: int
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]], dict[int, str]]:
+        found, widened = widened_channel(
+            self.conn, self.parts.lexical, text, self.condition(selection), k, base
+        )
+        return found, widened.items, widened.via
+
+    def vector_top(
+        self,
+        query: Any,
+        selection: Selection,
+        k: int,
+        *,
+        cap: int | None = 1,
+        space: Space = Space.MEMORY,
+        ef: int | None = None,
+        exact_scores: bool = False,
+    ) -> list[VectorHit]:
+        index = self.parts.vectors if space is Space.MEMORY else self.parts.fragment_vectors
+        if index is None:
+            return []
+        found = vector_search.nearest_capped(
+            self.conn, index, query, self.condition(selection), k, cap,
+            _SPACES[space], ef=ef, rescore=exact_scores,
+        )  # fmt: skip
+        return [VectorHit(v, key, sim) for v, key, sim in found]
+
+    def cosines(self, query: Any, keys: Sequence[int]) -> dict[int, float]:
+        index = self.parts.vectors
+        return {} if index is None else vector_search.cosines_of(self.conn, index.dims, query, keys)
+
+    def vector_count(self, space: Space = Space.MEMORY) -> int:
+        return vector_rows.count(self.conn, _SPACES[space])
+
+    def indexed_vectors(self) -> int:
+        """Vectors in this process's memory-vector index (0 without one)."""
+        return 0 if self.parts.vectors is None else len(self.parts.vectors)
+
+    def vector_rows(self, key: int, space: Space = Space.MEMORY) -> list[tuple[int, int, bytes]]:
+        return vector_rows.rows_of(self.conn, key, _SPACES[space])
+
+    def lexical_terms(self, key: int, content: str, query: str) -> tuple[str, ...]:
+        return context_terms(self.conn, key, content, query)
+
+
+class SqliteGraph(_Facet):
+    """:class:`~embedmind.backend.protocol.Graph` over SQLite."""
+
+    def edges(self, key: int) -> list[Edge]:
+        return [Edge(e.other, e.kind, e.outgoing) for e in graph_rows.edges(self.conn, key)]
+
+    def entity_names(self, key: int) -> list[str]:
+        return graph_rows.entity_names(self.conn, key)
+
+    def entity_members(self, name: str) -> list[int]:
+        return graph_rows.entity_member_keys(self.conn, name)
+
+    def predecessors(self, memory_id: str) -> list[tuple[int, str]]:
+        return graph_rows.predecessors(self.conn, memory_id)
+
+    def outgoing(self, key: int) -> list[tuple[str, str, int]]:
+        return graph_rows.outgoing(self.conn, key)
+
+    def counts(self) -> tuple[int, int]:
+        return graph_rows.counts(self.conn)
+
+
+class SqliteFragments(_Facet):
+    """:class:`~embedmind.backend.protocol.Fragments` over SQLite."""
+
+    def details(self, vec_keys: Sequence[int]) -> dict[int, tuple[str, int, int, str | None]]:
+        return fragment_rows.details(self.conn, vec_keys)
+
+    def counts(self) -> tuple[int, int]:
+        return fragment_rows.counts(self.conn)
+
+    def source(self, key: int) -> str | None:
+        return fragment_rows.source(self.conn, key)
+
+    def texts_of(self, key: int) -> list[tuple[int, int, str | None]]:
+        return fragment_rows.texts_of(self.conn, key)
+
+
+class SqliteLifecycle(_Facet):
+    """:class:`~embedmind.backend.protocol.Lifecycle` over SQLite."""
+
+    def expired(self, now: int, limit: int) -> list[tuple[int, str, str]]:
+        return lifecycle_rows.expired(self.conn, now, limit)
+
+    def namespace_activity(self) -> list[tuple[str, int, int]]:
+        return lifecycle_rows.namespace_activity(self.conn)
+
+    def keys_in_namespace(self, namespace: str) -> list[int]:
+        return lifecycle_rows.keys_in_namespace(self.conn, namespace)
+
+    def oldest_beyond(self, namespace: str, tier: str | None, cap: int) -> list[int]:
+        return lifecycle_rows.oldest_beyond(self.conn, namespace, tier, cap)
+
+    def links(self, src: str | None) -> list[Link]:
+        return [
+            Link(s, d, None if t is None else tuple(t), n, c)
+            for s, d, t, n, c in lifecycle_rows.links(self.conn, src)
+        ]
+
+
+class SqliteMeta(_Facet):
+    """:class:`~embedmind.backend.protocol.Meta` over SQLite."""
+
+    def get(self, key: str) -> str | None:
+        return vector_rows.meta_get(self.conn, key)
+
+    def identity(self) -> dict[str, str]:
+        return vector_rows.read_identity(self.conn)
+
+
+class SqliteSessions(_Facet):
+    """:class:`~embedmind.backend.protocol.Sessions` over SQLite."""
+
+    def context_enabled(self) -> bool:
+        return session_rows.enabled(self.conn)
+
+
+class SqliteRead:
+    """A read snapshot (:class:`~embedmind.backend.protocol.ReadSession`)."""
+
+    def __init__(self, conn: apsw.Connection, parts: Parts) -> None:
+        self.conn = conn
+        """The connection (this backend's own modules only; the engine never touches it)."""
+        self.parts = parts
+        self.records = SqliteRecords(conn, parts)
+        self.channels = SqliteChannels(conn, parts)
+        self.graph = SqliteGraph(conn, parts)
+        self.fragments = SqliteFragments(conn, parts)
+        self.lifecycle = SqliteLifecycle(conn, parts)
+        self.meta = SqliteMeta(conn, parts)
+        self.sessions = SqliteSessions(conn, parts)

@@ -1,0 +1,213 @@
+"""The SQLite backend's write session: the read facets plus the mutating methods.
+
+Text is versioned by the store's write sequence, bumped once per write
+session on first use (postings blocks carry it, so another process's cache
+knows a block changed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from embedmind.backend.sqlite import (
+    fragment_rows,
+    graph_rows,
+    lifecycle_rows,
+    records,
+    session_rows,
+    vector_rows,
+)
+from embedmind.backend.sqlite.session import (
+    _SPACES,
+    Parts,
+    SqliteFragments,
+    SqliteGraph,
+    SqliteLifecycle,
+    SqliteMeta,
+    SqliteRead,
+    SqliteRecords,
+    SqliteSessions,
+)
+from embedmind.backend.values import Space
+from embedmind.drafts import Prepared
+
+
+class _Versioned:
+    """The write sequence of one write session, bumped on first use."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self._conn = conn
+        self._version: int | None = None
+
+    def get(self) -> int:
+        if self._version is None:
+            self._version = records.next_write_seq(self._conn)
+        return self._version
+
+
+class SqliteRecordWrites(SqliteRecords):
+    """:class:`~embedmind.backend.protocol.RecordWrites` over SQLite."""
+
+    def __init__(self, conn: apsw.Connection, parts: Parts, version: _Versioned) -> None:
+        super().__init__(conn, parts)
+        self.version = version
+
+    def insert_many(self, batch: Sequence[Prepared]) -> list[int]:
+        return records.insert_many(self.conn, batch)
+
+    def insert(self, prepared: Prepared) -> int:
+        return records.insert(self.conn, prepared)
+
+    def replace(self, key: int, prepared: Prepared, created_at: int) -> None:
+        records.replace(self.conn, key, prepared, created_at)
+
+    def index_text(self, docs: Sequence[tuple[int, str]]) -> None:
+        self.parts.lexical.add(self.conn, list(docs), self.version.get())
+
+    def unindex_text(self, keys: Sequence[int]) -> None:
+        for key in keys:
+            self.parts.lexical.remove(self.conn, key, self.version.get())
+
+    def mark_forgotten(self, key: int, now: int) -> None:
+        records.mark_forgotten(self.conn, key, now)
+
+    def delete(self, keys: Sequence[int]) -> None:
+        version = self.version.get()
+        for key in keys:
+            self.parts.lexical.remove(self.conn, key, version)
+            vector_rows.remove_memory(self.conn, key)
+            vector_rows.remove_memory(self.conn, key, vector_rows.FRAGMENTS)
+            fragment_rows.set_source(self.conn, key, None)
+            graph_rows.drop_memory(self.conn, key)
+            records.delete(self.conn, key)
+
+    def set_content(self, key: int, content: str, fingerprint: str, now: int) -> None:
+        records.set_content(self.conn, key, content, fingerprint, now)
+
+    def restore_fields(self, key: int, fields: dict[str, Any]) -> None:
+        records.restore_fields(self.conn, key, fields)
+
+    def put_vectors(
+        self, key: int, spans: Sequence[tuple[int, int]], blobs: Sequence[bytes],
+        space: Space = Space.MEMORY,
+    ) -> list[int]:  # fmt: skip
+        return vector_rows.add(self.conn, key, spans, blobs, _SPACES[space])
+
+    def remove_vectors(self, key: int, space: Space = Space.MEMORY) -> int:
+        return vector_rows.remove_memory(self.conn, key, _SPACES[space])
+
+
+class SqliteGraphWrites(SqliteGraph):
+    """:class:`~embedmind.backend.protocol.GraphWrites` over SQLite."""
+
+    def add_entities(self, key: int, names: Sequence[str]) -> None:
+        graph_rows.add_entities(self.conn, key, names)
+
+    def add_relations(self, key: int, edges: Sequence[tuple[str, int]], now: int) -> None:
+        graph_rows.add_relations(self.conn, key, edges, now)
+
+    def add_relation_rows(self, rows: Sequence[tuple[int, str, int, int]]) -> None:
+        graph_rows.add_relation_rows(self.conn, rows)
+
+    def replace_outgoing(self, key: int, keep_kind: str) -> None:
+        graph_rows.replace_outgoing(self.conn, key, keep_kind)
+
+    def mark_superseded(self, key: int, by: str, valid_to: int, now: int) -> None:
+        graph_rows.mark_superseded(self.conn, key, by, valid_to, now)
+
+    def restore(self, key: int, now: int) -> None:
+        graph_rows.restore(self.conn, key, now)
+
+    def mark_contradicted(self, key: int, by: str, confidence: float, now: int) -> None:
+        graph_rows.mark_contradicted(self.conn, key, by, confidence, now)
+
+    def set_confidence(self, key: int, confidence: float, now: int) -> None:
+        graph_rows.set_confidence(self.conn, key, confidence, now)
+
+
+class SqliteFragmentWrites(SqliteFragments):
+    """:class:`~embedmind.backend.protocol.FragmentWrites` over SQLite."""
+
+    def add(
+        self, key: int, spans: Sequence[tuple[int, int]], blobs: Sequence[bytes],
+        texts: Sequence[str | None],
+    ) -> int:  # fmt: skip
+        return fragment_rows.add(self.conn, key, spans, blobs, texts)
+
+    def set_source(self, key: int, fingerprint: str | None) -> None:
+        fragment_rows.set_source(self.conn, key, fingerprint)
+
+
+class SqliteLifecycleWrites(SqliteLifecycle):
+    """:class:`~embedmind.backend.protocol.LifecycleWrites` over SQLite."""
+
+    def reinforce(self, keys: Sequence[int], now: int, new_expiry: int | None) -> int:
+        return lifecycle_rows.reinforce(self.conn, keys, now, new_expiry)
+
+    def retier(self, key: int, tier: str, expires_at: int | None, now: int) -> None:
+        lifecycle_rows.retier(self.conn, key, tier, expires_at, now)
+
+    def move(self, keys: Sequence[int], namespace: str, now: int) -> int:
+        return lifecycle_rows.move(self.conn, keys, namespace, now)
+
+    def put_link(
+        self, src: str, dst: str, tiers: Sequence[str] | None, note: str, created: int
+    ) -> None:
+        lifecycle_rows.put_link(self.conn, src, dst, tiers, note, created)
+
+    def delete_link(self, src: str, dst: str) -> bool:
+        return lifecycle_rows.delete_link(self.conn, src, dst)
+
+    def rename_link_endpoints(self, old: str, new: str) -> None:
+        lifecycle_rows.rename_link_endpoints(self.conn, old, new)
+
+
+class SqliteMetaWrites(SqliteMeta):
+    """:class:`~embedmind.backend.protocol.MetaWrites` over SQLite."""
+
+    def set(self, key: str, value: str | None) -> None:
+        vector_rows.meta_set(self.conn, key, value)
+
+    def write_identity(self, identity: dict[str, str]) -> None:
+        vector_rows.write_identity(self.conn, identity)
+
+
+class SqliteSessionWrites(SqliteSessions):
+    """:class:`~embedmind.backend.protocol.SessionWrites` over SQLite."""
+
+    def __init__(self, conn: apsw.Connection, parts: Parts, version: _Versioned) -> None:
+        super().__init__(conn, parts)
+        self.version = version
+
+    def set_context(self, on: bool) -> None:
+        if session_rows.enabled(self.conn) != on:
+            self.parts.lexical.rebuild(self.conn, self.version.get(), session_context=on)
+
+
+class SqliteWrite(SqliteRead):
+    """One write transaction (:class:`~embedmind.backend.protocol.WriteSession`)."""
+
+    def __init__(self, conn: apsw.Connection, parts: Parts) -> None:
+        super().__init__(conn, parts)
+        version = _Versioned(conn)
+        self.records: SqliteRecordWrites = SqliteRecordWrites(conn, parts, version)
+        self.graph: SqliteGraphWrites = SqliteGraphWrites(conn, parts)
+        self.fragments: SqliteFragmentWrites = SqliteFragmentWrites(conn, parts)
+        self.lifecycle: SqliteLifecycleWrites = SqliteLifecycleWrites(conn, parts)
+        self.meta: SqliteMetaWrites = SqliteMetaWrites(conn, parts)
+        self.sessions: SqliteSessionWrites = SqliteSessionWrites(conn, parts, version)
+
+    def save_caches(self, *, vector_save_after: int) -> None:
+        vectors = self.parts.vectors
+        if vectors is not None and vectors.unsaved(self.conn) >= vector_save_after:
+            vectors.save(self.conn)
+        fragments = self.parts.fragment_vectors
+        if fragments is not None and fragments.file_path is not None:
+            unsaved = fragments.unsaved(self.conn)
+            # Nothing unsaved: no file, even at a threshold of 0 (a store that
+            # never held a fragment keeps no fragment file).
+            if unsaved and unsaved >= vector_save_after:
+                fragments.save(self.conn)

@@ -1,0 +1,197 @@
+"""Filtered vector search without under-return.
+
+usearch has no filter predicate, so the search is planned per query: search
+the HNSW graph for a pool of nearest chunks, keep the ones whose memory the
+:class:`Selection` admits (one SQL query for the whole pool), and widen the
+pool — sized from the admitted fraction seen so far — until ``k`` memories
+survive with a margin. When the admitted set looks small (at most
+:data:`EXACT_ADMITTED` vectors) or the pool grows past :data:`EXACT_AFTER`,
+every admitted memory's vectors are scored exactly with numpy instead.
+A memory with several chunks counts once, under its best chunk.
+
+The graph holds float16 copies of the vectors, so its cosines are about 2e-5
+off. A caller that reports scores asks for them exact (``rescore=True``): the
+final hits, and the few candidates close enough to overtake them, are scored
+again from their stored float32 rows (:func:`rescored`), as :func:`exact`
+scores everything it reads.
+
+The same planner serves the fragment index with a per-record cap
+(:func:`nearest_capped`): the fragment seed's contract is that with
+``max_per_record=n`` no record contributes more than ``n`` hits, the cap
+applied *during* selection, before the top-``k`` cut.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from embedmind.backend.sqlite import vector_rows as store
+from embedmind.backend.sqlite.hnsw import VectorIndex, default_ef
+from embedmind.backend.sqlite.vector_rows import MEMORY, Space
+
+EXACT_AFTER = 16_384
+"""Pool size past which the planner scores the admitted memories exactly."""
+EXACT_ADMITTED = 5_000
+"""Estimated admitted vectors at or below which exact scoring is cheaper than widening."""
+RESCORE_MARGIN = 8 * 2**-11
+"""How far below the ``k``-th graph cosine a candidate is still scored exactly (about 0.004).
+
+float16 keeps 11 significant bits: rounding the components of two unit
+vectors, and the norms the cosine divides by, moves their cosine by at most
+about ``4 * 2**-11`` (typically 2e-5). A candidate more than twice that below
+the ``k``-th cannot overtake it, nor a hit of its own record, once both are exact.
+"""
+
+
+Hit = tuple[int, int, float]
+"""``(vec_key, record key, cosine)``."""
+
+
+def nearest(
+    conn: apsw.Connection,
+    index: VectorIndex,
+    query: npt.NDArray[np.float32],
+    condition: tuple[str, Sequence[Any]],
+    k: int,
+    ef: int | None = None,
+) -> list[tuple[int, float]]:
+    """The ``k`` admitted memories nearest to ``query``: ``(key, cosine)`` best first."""
+    hits = nearest_capped(conn, index, query, condition, k, cap=1, ef=ef)
+    return [(key, sim) for _, key, sim in hits]
+
+
+def nearest_capped(
+    conn: apsw.Connection,
+    index: VectorIndex,
+    query: npt.NDArray[np.float32],
+    condition: tuple[str, Sequence[Any]],
+    k: int,
+    cap: int | None,
+    space: Space = MEMORY,
+    ef: int | None = None,
+    rescore: bool = False,
+) -> list[Hit]:
+    """The ``k`` best admitted vectors, at most ``cap`` per record, best first.
+
+    The cap is applied while selecting, before the top-``k`` cut, so one
+    record with many vectors cannot crowd out the others; ``cap=1`` is the
+    memory search (a memory counts once, under its best chunk). With
+    ``rescore``, the cosines are exact float32 ones and the order follows them.
+    """
+    index.sync(conn)
+    size = len(index)
+    if size == 0:
+        return []
+    breadth = ef if ef is not None else default_ef(size)
+    pool = max(4 * k, 32)
+    while True:
+        vec_keys, sims = index.search(query, pool, breadth)
+        owners = store.admitted_owners(conn, vec_keys.tolist(), condition[0], condition[1], space)
+        admitted = len(owners) / max(1, len(vec_keys))
+        # Unfiltered, k suffice; filtered, ask for a margin so the k-th hit
+        # sits well inside the pool, where the graph search is reliable.
+        wanted = k if admitted == 1.0 else 2 * k
+        pairs = zip(vec_keys.tolist(), sims.tolist(), strict=True)
+        candidates = [(v, owners[v], s) for v, s in pairs if v in owners]
+        # Stable: equal cosines keep the graph's order, as a plain top-k search would.
+        ordered = sorted(candidates, key=lambda h: -h[2])
+        chosen = select(ordered, wanted, cap)
+        if len(chosen) >= wanted and not rescore:
+            return chosen[:k]
+        if len(chosen) >= wanted:
+            return rescored(conn, index.dims, query, ordered, k, cap, space)
+        if size * admitted <= EXACT_ADMITTED or pool >= size or pool >= EXACT_AFTER:
+            # Few admitted vectors (or the graph is exhausted): score all of
+            # them exactly rather than miss any.
+            return exact(conn, index.dims, query, condition, k, cap, space)
+        pool = min(size, max(pool * 4, int(4 * k / max(admitted, 1e-9))))
+
+
+def select(ordered: Iterable[Hit], k: int, cap: int | None) -> list[Hit]:
+    """The first ``k`` of ``ordered`` (best first) with at most ``cap`` per record."""
+    taken: Counter[int] = Counter()
+    out: list[Hit] = []
+    for hit in ordered:
+        if cap is not None and taken[hit[1]] >= cap:
+            continue
+        taken[hit[1]] += 1
+        out.append(hit)
+        if len(out) == k:
+            break
+    return out
+
+
+def exact(
+    conn: apsw.Connection,
+    dims: int,
+    query: npt.NDArray[np.float32],
+    condition: tuple[str, Sequence[Any]],
+    k: int,
+    cap: int | None,
+    space: Space = MEMORY,
+) -> list[Hit]:
+    """Score every admitted vector exactly, then select with the cap."""
+    vec_keys, keys, vectors = store.of_memories(conn, condition[0], condition[1], dims, space)
+    if not len(vec_keys):
+        return []
+    sims = cosines(vectors, query)
+    order = np.lexsort((vec_keys, -sims))  # best first, ties by vec_key
+    ordered = zip(vec_keys[order].tolist(), keys[order].tolist(), sims[order].tolist(), strict=True)
+    return select(ordered, k, cap)
+
+
+def rescored(
+    conn: apsw.Connection,
+    dims: int,
+    query: npt.NDArray[np.float32],
+    ordered: Sequence[Hit],
+    k: int,
+    cap: int | None,
+    space: Space = MEMORY,
+) -> list[Hit]:
+    """The best ``k`` of ``ordered`` (graph cosines, best first) under the cap, scored exactly.
+
+    Only the candidates that could make the top ``k`` once exact are read
+    back — those within :data:`RESCORE_MARGIN` of the ``k``-th graph cosine,
+    in one SELECT of about ``k`` rows — so the result is the one rescoring
+    every candidate would give. Equal exact cosines keep the graph's order.
+    """
+    top = select(ordered, k, cap)
+    if not top:
+        return []
+    floor = top[-1][2] - RESCORE_MARGIN
+    near = list(itertools.takewhile(lambda h: h[2] >= floor, ordered))
+    vec_keys, _, vectors = store.load(conn, [v for v, _, _ in near], dims, space)
+    sims = dict(zip(vec_keys.tolist(), cosines(vectors, query).tolist(), strict=True))
+    scored = [(v, key, sims[v]) for v, key, _ in near if v in sims]
+    return select(sorted(scored, key=lambda h: -h[2]), k, cap)
+
+
+def cosines(
+    vectors: npt.NDArray[np.float32], query: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """Cosines of unit ``vectors`` (rows) with the unit ``query``, in float32.
+
+    Clipped to ``[-1, 1]``: float32 round-off takes a vector's cosine with
+    itself about 1e-7 past 1.
+    """
+    sims: npt.NDArray[np.float32] = np.clip(vectors @ query.astype(np.float32), -1.0, 1.0)
+    return sims
+
+
+def cosines_of(
+    conn: apsw.Connection, dims: int, query: npt.NDArray[np.float32], keys: Sequence[int]
+) -> dict[int, float]:
+    """Best-chunk cosine of each given memory to ``query`` (memories without vectors omitted)."""
+    _, owners, vectors = store.of_keys(conn, keys, dims)
+    best: dict[int, float] = {}
+    for key, sim in zip(owners.tolist(), cosines(vectors, query).tolist(), strict=True):
+        best[key] = max(sim, best.get(key, -1.0))
+    return best

@@ -1,0 +1,106 @@
+"""The values the backend protocol (:mod:`embedmind.backend.protocol`) passes: frozen, plain."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend offers beyond the protocol, declared by the backend itself.
+
+    Attributes:
+        name: The backend's registered name (``"sqlite"``).
+        secure_delete: Deleted content is overwritten in place (redaction and
+            ``delete`` leave no bytes behind in the store's files).
+        wal_checkpoint: :meth:`Backend.checkpoint` folds a write-ahead log back
+            into the main file (else it is a no-op returning ``None``).
+        vector_cache: The backend keeps a per-process vector index (HNSW) that
+            is a cache of the stored vectors: it is synced before a search and
+            saved through :meth:`WriteSession.save_caches`.
+        file_backed: The store is files on this machine (``path`` is a file,
+            a closed store's files are a backup, ``file_bytes`` is meaningful).
+        vacuum: :meth:`Backend.vacuum` reclaims space.
+        multi_process: Several processes may open the store at once.
+    """
+
+    name: str
+    secure_delete: bool = False
+    wal_checkpoint: bool = False
+    vector_cache: bool = False
+    file_backed: bool = False
+    vacuum: bool = False
+    multi_process: bool = True
+
+
+class Space(Enum):
+    """A family of vectors: the memories' own (one per chunk) or the fragment index's."""
+
+    MEMORY = "memory"
+    FRAGMENTS = "fragments"
+
+
+@dataclass(frozen=True)
+class RowRef:
+    """What a write needs to know about the row that holds an id."""
+
+    key: int
+    namespace: str
+    content: str
+    created_at: int
+    forgotten: bool
+    superseded_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A row named by what events and metrics report of it."""
+
+    id: str
+    namespace: str
+    tier: str
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One relation seen from a memory."""
+
+    other: int
+    kind: str
+    outgoing: bool
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    """One vector found by :meth:`Channels.vector_top`: its own key, its memory's, its cosine."""
+
+    vec_key: int
+    key: int
+    cosine: float
+
+
+@dataclass(frozen=True)
+class Link:
+    """A namespace link: ``src`` may read ``dst`` (its ``tiers``, or all when ``None``)."""
+
+    src: str
+    dst: str
+    tiers: tuple[str, ...] | None
+    note: str
+    created_at: int
+
+
+@dataclass(frozen=True)
+class OpenOptions:
+    """What :meth:`embedmind.Store.open` passes to a backend factory.
+
+    Attributes:
+        location: The path or URL as given (a path already made absolute).
+        synchronous: ``"FULL"`` or ``"NORMAL"`` durability.
+        busy_timeout: Seconds a writer waits for the lock.
+    """
+
+    location: str
+    synchronous: str = "FULL"
+    busy_timeout: float = 10.0

@@ -1,0 +1,1 @@
+"""The engine: operations over a backend session (recall, and the one commit path)."""

@@ -1,0 +1,275 @@
+"""The commit path: every mutation of a store commits here, so what follows a commit happens once.
+
+A mutating method of :class:`embedmind.Store` opens its write transaction with
+:meth:`CommitPath.write`, changes rows, and records what it changed as a
+:class:`Committed`. When the block ends without an error the commit path runs,
+in this order:
+
+Inside the transaction, before COMMIT (they roll back with it):
+
+1. **Eviction** past the :class:`~embedmind.policies.EvictionPolicy` cap, for
+   every namespace (and tier) a memory *entered*: ``written`` (remember,
+   remember_many, remember_detailed, a supersede, import_jsonl) and ``placed``
+   (move, rename_namespace, retier). The evicted ids are recorded as a
+   ``Committed("evict", deleted=...)`` and follow the steps below.
+2. **The index saves when due**: the vector index once ``save_after()``
+   changes are unsaved, the fragment index by its own ``save_if_due`` — for
+   every commit, since a delete or a move changes the logs as a write does.
+
+After COMMIT (never on rollback):
+
+3. **Metrics**, one call per memory: ``upsert(op, tier)`` for ``written`` and
+   ``redacted``; ``update(op, tier)`` for ``placed`` and ``updated``;
+   ``soft_delete()`` for ``forgotten``; ``delete()`` for ``deleted`` (evictions
+   included); ``sweep_expired(tier)`` for ``expired``.
+4. **Events**, one ``records_committed`` dispatch per transaction:
+   :class:`~embedmind.events.MemoryWritten` for ``written``,
+   :class:`~embedmind.events.MemoryRedacted` for ``redacted``,
+   :class:`~embedmind.events.MemoryUpdated` for ``placed`` and ``updated``,
+   :class:`~embedmind.events.MemoryForgotten` for ``forgotten`` and
+   :class:`~embedmind.events.MemoryDeleted` for ``deleted`` and ``expired``.
+5. **Fragment embedding** (:class:`~embedmind.policies.FragmentPolicy`) for
+   memories whose *content* was stored: ``written`` and ``redacted``.
+   Fragments derive from content only, so a move, a retier or a confidence
+   change derives none (a memory moved into the policy's scope gets its
+   fragments at its next content write).
+
+Which field a method fills is the rule: content stored is ``written`` (a
+redaction: ``redacted``); a namespace or tier changed is ``placed``; any other
+change to a live memory's row (reinforce, restore, mark_contradicted,
+set_confidence, the memories a supersede closes) is ``updated``; a tombstone
+is ``forgotten``; a row removed at once is ``deleted``, or ``expired`` by the
+TTL sweep. Namespace links, relations added by an import and vacuum's removal
+of tombstones (already reported as forgotten) change no memory: they commit
+here too and record nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from embedmind.backend.sqlite import lifecycle_rows as lifecycle
+from embedmind.backend.sqlite.backend import SqliteBackend
+from embedmind.backend.sqlite.database import Database
+from embedmind.backend.sqlite.hnsw import VectorIndex
+from embedmind.backend.sqlite.identities import identities
+from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.backend.sqlite.session_writes import SqliteWrite
+from embedmind.chunking import Chunker
+from embedmind.embedders.protocol import Embedder
+from embedmind.events import (
+    MemoryDeleted,
+    MemoryForgotten,
+    MemoryRedacted,
+    MemoryUpdated,
+    MemoryWritten,
+)
+from embedmind.fragment_writer import FragmentIndex, fragment_on_write
+from embedmind.model import Memory
+from embedmind.plugins import notify_committed
+from embedmind.policies import EvictionPolicy, FragmentPolicy
+from embedmind.writes import delete_keys
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Changed:
+    """A memory changed or removed, named by what events and metrics report of it."""
+
+    id: str
+    namespace: str
+    tier: str
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What one mutation changed inside a transaction (see the module docstring for the rule).
+
+    Attributes:
+        op: The operation, passed to the metrics (``"write"``, ``"import"``,
+            ``"redact"``, ``"move"``...).
+        written: Memories whose content was stored (new, upserted, imported).
+        redacted: Memories whose content was replaced by redaction.
+        placed: Memories whose namespace or tier changed.
+        updated: Live memories changed otherwise in place.
+        forgotten: Ids tombstoned.
+        deleted: Ids removed at once.
+        expired: Memories removed by the TTL sweep.
+    """
+
+    op: str
+    written: tuple[Memory, ...] = ()
+    redacted: tuple[Memory, ...] = ()
+    placed: tuple[Changed, ...] = ()
+    updated: tuple[Changed, ...] = ()
+    forgotten: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    expired: tuple[Changed, ...] = ()
+
+
+class Transaction:
+    """An open write transaction of the commit path: its session and what was recorded."""
+
+    def __init__(self, session: SqliteWrite) -> None:
+        self.session = session
+        self.conn = session.conn
+        """The session's connection, for the SQLite-bound modules that still take one."""
+        self.records: list[Committed] = []
+
+    def record(self, committed: Committed) -> None:
+        """Add what a mutation changed; the commit path acts on it once the block ends."""
+        self.records.append(committed)
+
+
+def changed(
+    conn: apsw.Connection, keys: Sequence[int], *, live: bool = False
+) -> tuple[Changed, ...]:
+    """The :class:`Changed` of rows by key, in key order (damaged rows are named, not refused).
+
+    With ``live``, tombstones are left out: a move or rename carries them along,
+    but they were reported when forgotten and are no memory to report again.
+    """
+    return tuple(Changed(*row) for row in identities(conn, keys, live=live).values())
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What the commit path acts on: the store's parts and its policies.
+
+    Attributes:
+        backend: The store's backend.
+        db: The store's database.
+        lexical: Its BM25 index (evictions remove postings).
+        vectors: Its vector index (``None``: text only).
+        fragments: Its fragment index.
+        embedder: Its embedder (``None``: text only, no fragments).
+        metrics: The metrics observer (any object; missing methods are skipped).
+        eviction: The cap-cull policy, if any.
+        fragment_policy: The fragment-embed-on-write policy, if any.
+        chunker: The policy's resolved chunker.
+        listener_store: The store passed to ``records_committed`` listeners.
+        save_after: The unsaved vector changes at which a write saves the
+            index file, read at each commit (so tests can lower it).
+    """
+
+    backend: SqliteBackend
+    db: Database
+    lexical: LexicalIndex
+    vectors: VectorIndex | None
+    fragments: FragmentIndex
+    embedder: Embedder | None
+    metrics: Any
+    eviction: EvictionPolicy | None
+    fragment_policy: FragmentPolicy | None
+    chunker: Chunker | None
+    listener_store: object
+    save_after: Callable[[], int]
+
+
+class CommitPath:
+    """The one write pipeline of a store (see the module docstring)."""
+
+    def __init__(self, parts: Parts) -> None:
+        self._parts = parts
+
+    @contextmanager
+    def write(self) -> Iterator[Transaction]:
+        """Open a write transaction; on success evict, save when due, commit, then follow up.
+
+        Yields:
+            The transaction: its ``conn`` and ``record``.
+        """
+        with self._parts.backend.write() as session:
+            tx = Transaction(session)
+            yield tx
+            done = self._before_commit(tx)
+        self._after_commit(done)
+
+    def _before_commit(self, tx: Transaction) -> list[Committed]:
+        done = list(tx.records)
+        evicted = self._evict(tx.conn, done)
+        if evicted:
+            done.append(Committed("evict", deleted=evicted))
+        self._save_if_due(tx.conn)
+        return done
+
+    def _after_commit(self, done: Sequence[Committed]) -> None:
+        for committed in done:
+            _count(self._parts.metrics, committed)
+        notify_committed(self._parts.listener_store, [e for c in done for e in events_of(c)])
+        self._derive_fragments([m for c in done for m in (*c.written, *c.redacted)])
+
+    def _evict(self, conn: apsw.Connection, done: Sequence[Committed]) -> tuple[str, ...]:
+        """Cap-cull: the oldest memories beyond the cap in each group a memory entered."""
+        policy = self._parts.eviction
+        if policy is None:
+            return ()
+        entered = {(m.namespace, m.tier.value) for c in done for m in c.written}
+        entered |= {(m.namespace, m.tier) for c in done for m in c.placed}
+        groups = {
+            (ns, tier if policy.tiers else None) for ns, tier in entered if policy.covers(ns, tier)
+        }
+        keys = [
+            k
+            for ns, tier in sorted(groups, key=str)
+            for k in lifecycle.oldest_beyond(conn, ns, tier, policy.max_records)
+        ]
+        if not keys:
+            return ()
+        ids = tuple(c.id for c in changed(conn, keys))
+        delete_keys(conn, self._parts.lexical, keys)
+        return ids
+
+    def _save_if_due(self, conn: apsw.Connection) -> None:
+        vectors = self._parts.vectors
+        if vectors is not None and vectors.unsaved(conn) >= self._parts.save_after():
+            vectors.save(conn)
+        self._parts.fragments.save_if_due(conn)
+
+    def _derive_fragments(self, written: Sequence[Memory]) -> None:
+        """Fragment-embed-on-write, best effort: failures are logged, never raised."""
+        parts = self._parts
+        policy, chunker, embedder = parts.fragment_policy, parts.chunker, parts.embedder
+        if policy is None or chunker is None or embedder is None:
+            return
+        for memory in written:
+            if policy.applies(memory):
+                fragment_on_write(parts.db, parts.fragments, embedder, chunker, policy, memory)
+
+
+def events_of(committed: Committed) -> list[object]:
+    """The ``records_committed`` events of one :class:`Committed`."""
+    c = committed
+    events: list[object] = [MemoryWritten(m.id, m.namespace, m.tier.value) for m in c.written]
+    events += [MemoryRedacted(m.id) for m in c.redacted]
+    events += [MemoryUpdated(m.id, m.namespace, m.tier) for m in (*c.placed, *c.updated)]
+    events += [MemoryForgotten(i) for i in c.forgotten]
+    events += [MemoryDeleted(i) for i in (*c.deleted, *(m.id for m in c.expired))]
+    return events
+
+
+def _count(metrics: Any, c: Committed) -> None:
+    for memory in (*c.written, *c.redacted):
+        emit(metrics, "upsert", c.op, memory.tier.value)
+    for change in (*c.placed, *c.updated):
+        emit(metrics, "update", c.op, change.tier)
+    for _ in c.forgotten:
+        emit(metrics, "soft_delete")
+    for _ in c.deleted:
+        emit(metrics, "delete")
+    for change in c.expired:
+        emit(metrics, "sweep_expired", change.tier)
+
+
+def emit(metrics: Any, event: str, *args: Any) -> None:
+    """Call the metrics observer's ``event`` method if it has one."""
+    hook = getattr(metrics, event, None)
+    if callable(hook):
+        hook(*args)

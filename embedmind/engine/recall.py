@@ -1,0 +1,337 @@
+"""Recall: run the channels under one selection, fuse, and build hits.
+
+Recall works on a backend's read session only (:class:`~embedmind.backend.protocol.ReadSession`):
+it never sees SQL or a connection. Both channels see the same
+:class:`~embedmind.query.Selection`, so a memory is a
+candidate in one exactly when it may be in the other. Hybrid recall fuses the
+channels' first :data:`FUSION_DEPTH` candidates with RRF (constant
+:data:`FUSION_RRF_K`, a union) whatever ``k`` is, so ``recall(q, k=j)`` is
+always the beginning of ``recall(q, k=n)``; ``recency`` adds the candidates
+ordered by ``created_at`` as a third list, which can only reorder memories
+the content channels found; ``rerank_alpha`` reranks the same lexical pool by
+vector similarity in one of the episodic seed's three modes. A missing
+channel (no embedder, no vectors) degrades to the other and says so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from embedmind import latest_value
+from embedmind.backend.protocol import ReadSession
+from embedmind.checks import an_int, finite_number
+from embedmind.errors import InvalidInputError
+from embedmind.fusion import fusion_depths, prefix_stable, rrf, tied_ranks
+from embedmind.model import ChannelScore, Hit, Memory, Mode, Recall
+from embedmind.query.selection import Selection
+from embedmind.query_dates import Window
+from embedmind.rerank import rerank
+
+TEXT, VECTOR, RECENCY, DATES, LATEST = "text", "vector", "recency", "dates", "latest"
+FUSION_DEPTH = 20
+"""Candidates each channel contributes to fusion (and the rerank pool), whatever ``k``.
+
+Chosen with :data:`FUSION_RRF_K` on the LoCoMo development split
+(``python -m embedmind.benchmarks.locomo_tuning``, ``docs/benchmarks.md``):
+with RRF 1, recall@10 is flat from depth 20 to 100 (0.663-0.667 without
+session context, 0.728-0.731 with it), and 20 costs what the old ``2k`` did
+at ``k = 10`` (depth 40 measured +0.6 ms p50). A depth tied to ``k`` made the
+first hit depend on ``k``; past ``k = 20`` the depth doubles in tiers
+(:func:`embedmind.fusion.prefix_stable`).
+"""
+RERANK_DEPTH = 40
+"""The lexical pool ``rerank_alpha`` reranks, whatever ``k`` (it was ``4k``: 40 at ``k = 10``)."""
+FUSION_RRF_K = 1
+"""The RRF constant recall fuses with (Cormack et al.'s 60 flattened the ranks too much here)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One recall, validated."""
+
+    query: str
+    k: int
+    mode: Mode
+    selection: Selection
+    recency: bool = False
+    rerank_alpha: float | None = None
+    ef_search: int | None = None
+    expand_related: bool = False
+    rrf_k: int = FUSION_RRF_K
+    windows: tuple[Window, ...] = ()
+    """Time windows of dates the query names (:func:`embedmind.query_dates.windows`)."""
+    widen: bool = False
+    """Add the key-term sub-queries' candidates to the lexical list (:mod:`.lexical.widening`)."""
+    latest: bool = False
+    """Put the result's cluster newest first when the query asks for a current value."""
+
+    def __post_init__(self) -> None:
+        """Refuse an RRF constant or a ``rerank_alpha`` that cannot rank anything.
+
+        Raises:
+            InvalidInputError: When ``rrf_k`` is not an int within 0-10,000.
+            InvalidInputError: When ``rerank_alpha`` is not finite (an infinite
+                blend weight makes every score NaN) or is given with
+                ``mode="vector"`` (it reranks the lexical list, which vector
+                mode does not compute).
+        """
+        an_int(self.rrf_k, "rrf_k", low=0, high=10_000)
+        if self.rerank_alpha is None:
+            return
+        finite_number(self.rerank_alpha, "rerank_alpha")
+        if self.mode is Mode.VECTOR:
+            raise InvalidInputError(
+                "rerank_alpha",
+                "applies to hybrid and text modes (it reranks the lexical list by vector "
+                "similarity); drop it or use mode='hybrid'",
+            )
+
+
+@dataclass
+class Timer:
+    """Per-phase wall times in milliseconds, for ``explain=True``."""
+
+    phases: dict[str, float] = field(default_factory=dict)
+    _started: float = field(default_factory=time.perf_counter)
+
+    def lap(self, phase: str) -> None:
+        """Record the time since the previous lap under ``phase``."""
+        now = time.perf_counter()
+        self.phases[phase] = self.phases.get(phase, 0.0) + (now - self._started) * 1000
+        self._started = now
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One channel's result: ``(key, raw score)`` best first."""
+
+    channel: str
+    items: list[tuple[int, float]]
+
+
+def execute(
+    session: ReadSession,
+    query_vector: npt.NDArray[np.float32] | None,
+    request: Request,
+    timer: Timer,
+) -> Recall:
+    """Run ``request`` in ``session`` (``query_vector`` is ``None`` for a store without vectors)."""
+    k, mode = request.k, request.mode
+    wants_vector = mode is not Mode.TEXT or request.rerank_alpha is not None
+    can_vector = query_vector is not None
+    degraded: list[str] = []
+    if wants_vector and not can_vector:
+        degraded.append("vector channel unavailable: the store has no embedder; used text only")
+    depths = fusion_depths(k, FUSION_DEPTH if request.rerank_alpha is None else RERANK_DEPTH)
+    depth = depths[-1]
+    # The latest-value cluster is drawn from the first SPAN hits whatever k, so
+    # rank at least that many and cut to k after reordering.
+    wanted = max(k, latest_value.SPAN) if request.latest else k
+    ranked: list[Ranked] = []
+    lexical_at: Callable[[int], list[tuple[int, float]]] | None = None
+    via: dict[int, str] = {}
+    if mode is not Mode.VECTOR or not can_vector:
+        # Widening only changes what fusion or the rerank pool sees: a text-only
+        # ranking is exact BM25 and every widened candidate scores below its pool.
+        widening = request.widen and (mode is Mode.HYBRID or request.rerank_alpha is not None)
+        if widening:
+            found, widened, via = session.channels.text_widened(
+                request.query, request.selection, depth, depths[0]
+            )
+            lexical_at = _widened_lists(found, widened)
+            ranked.append(Ranked(TEXT, lexical_at(depth)))
+        else:
+            found = session.channels.text_top(request.query, request.selection, depth)
+            ranked.append(Ranked(TEXT, found))
+        timer.lap(TEXT)
+    if can_vector and (mode is not Mode.TEXT) and request.rerank_alpha is None:
+        assert query_vector is not None  # can_vector
+        hits = session.channels.vector_top(
+            query_vector, request.selection, depth, ef=request.ef_search
+        )
+        found = [(hit.key, hit.cosine) for hit in hits]
+        ranked.append(Ranked(VECTOR, found))
+        timer.lap(VECTOR)
+        if not found and not session.channels.vector_count():
+            fallback = "nothing to search" if mode is Mode.VECTOR else "used text only"
+            degraded.append(f"no vectors stored yet: {fallback}")
+    if request.rerank_alpha is not None and can_vector:
+        assert query_vector is not None  # can_vector
+        lexical_list = ranked[0].items
+        cosines = session.channels.cosines(query_vector, [key for key, _ in lexical_list])
+        alpha = request.rerank_alpha
+        pool = lexical_at or (lambda d: lexical_list[:d])
+        fused = prefix_stable(lambda d: rerank(pool(d), cosines, alpha, d), depths, wanted)
+        ranked.append(Ranked(VECTOR, sorted(cosines.items(), key=lambda item: -item[1])))
+    else:
+        fused = fuse(session, ranked, mode, depths, request, wanted, lexical_at)
+    timer.lap("fuse")
+    if request.latest and latest_value.asks_current(request.query):
+        fused = _latest_first(session, fused, ranked)
+        timer.lap(LATEST)
+    fused = fused[:k]
+    if request.expand_related:
+        fused += _one_hop(session, [key for key, _ in fused], request.selection)
+        timer.lap("expand")
+    result = build(session, fused, ranked, mode, tuple(degraded), via)
+    timer.lap("load")
+    return result
+
+
+def _one_hop(
+    session: ReadSession, keys: list[int], selection: Selection
+) -> list[tuple[int, float]]:
+    """Neighbours of the hits that pass the same selection, score 0, not counted in k."""
+    seen = set(keys)
+    candidates: list[int] = []
+    for key in keys:
+        for edge in session.graph.edges(key):
+            if edge.other not in seen:
+                seen.add(edge.other)
+                candidates.append(edge.other)
+    if not candidates:
+        return []
+    admitted = session.records.admitted(candidates, selection)
+    return [(key, 0.0) for key in candidates if key in admitted]
+
+
+def _widened_lists(
+    found: list[tuple[int, float]], widened: list[tuple[int, float]]
+) -> Callable[[int], list[tuple[int, float]]]:
+    """The lexical list at each depth: the primary's first ``depth`` and the widened, by score.
+
+    The widened candidates were found against the primary's first
+    :data:`FUSION_DEPTH` (whatever ``k``), so the list at a depth does not
+    depend on ``k``; a stable sort keeps the primary's order among its ties,
+    and a widened candidate after a primary one of equal score.
+    """
+
+    def at(depth: int) -> list[tuple[int, float]]:
+        head = found[:depth]
+        taken = {key for key, _ in head}
+        extra = [item for item in widened if item[0] not in taken]
+        return sorted([*head, *extra], key=lambda item: -item[1])
+
+    return at
+
+
+def _latest_first(
+    session: ReadSession, fused: list[tuple[int, float]], ranked: list[Ranked]
+) -> list[tuple[int, float]]:
+    # Post-retrieval: the cluster of the ranking, newest first (latest_value).
+    head = fused[: latest_value.SPAN]
+    memories = session.records.load([key for key, _ in head])
+    created = {key: memory.created_at.timestamp() for key, memory in memories.items()}
+    reordered, members = latest_value.newest_first(head, created)
+    if members:
+        ranked.append(Ranked(LATEST, [(key, created[key]) for key in members]))
+    return reordered + fused[latest_value.SPAN :]
+
+
+def fuse(
+    session: ReadSession,
+    ranked: list[Ranked],
+    mode: Mode,
+    depths: Sequence[int],
+    request: Request,
+    wanted: int,
+    lexical_at: Callable[[int], list[tuple[int, float]]] | None = None,
+) -> list[tuple[int, float]]:
+    """Combine channel results into ``(key, score)`` best first, at most ``wanted``.
+
+    A single channel (asked for by mode) keeps its raw score; otherwise the
+    score is the RRF score (constant ``request.rrf_k``) over each list's first
+    ``depth`` items, the depths tiered by :func:`prefix_stable` so that the
+    result never depends on ``k`` beyond being cut at it. ``recency`` adds the
+    candidates newest first as one more list (also to ``ranked``, for explain).
+    ``lexical_at`` gives the text list at a depth when widening extends it.
+    """
+    lists = [r.items for r in ranked]
+
+    def at(depth: int) -> list[tuple[int, float]]:
+        cut = [items[:depth] for items in lists]
+        if lexical_at is not None:
+            cut[0] = lexical_at(depth)
+        extra = [_by_recency(session, cut)] if request.recency else []
+        fused = rrf([*cut, *extra], request.rrf_k)
+        if request.windows:
+            return rrf([*cut, *extra, _dated(session, fused, request.windows)], request.rrf_k)
+        return fused
+
+    if request.recency:
+        ranked.append(Ranked(RECENCY, _by_recency(session, lists)))
+    if request.windows:
+        ranked.append(Ranked(DATES, _dated(session, at(depths[-1]), request.windows)))
+    if mode is not Mode.HYBRID and len(ranked) == 1:
+        return ranked[0].items[:wanted]
+    return prefix_stable(at, depths, wanted)
+
+
+def _dated(
+    session: ReadSession, fused: Sequence[tuple[int, float]], windows: Sequence[Window]
+) -> list[tuple[int, float]]:
+    # The fused candidates created within a window the query names, in their
+    # fused order: one more list that moves them up, never a new memory.
+    memories = session.records.load([key for key, _ in fused])
+    inside = [
+        key
+        for key, _ in fused
+        if key in memories and any(lo <= memories[key].created_at < hi for lo, hi in windows)
+    ]
+    return [(key, 1.0 / rank) for rank, key in enumerate(inside, start=1)]
+
+
+def _by_recency(
+    session: ReadSession, lists: Sequence[Sequence[tuple[int, float]]]
+) -> list[tuple[int, float]]:
+    # The union of what the content channels found, newest first: recency can
+    # reorder these candidates but never introduce one.
+    union = list(dict.fromkeys(key for items in lists for key, _ in items))
+    memories = session.records.load(union)
+    stamps = {key: memories[key].created_at.timestamp() for key in union if key in memories}
+    return sorted(stamps.items(), key=lambda item: (-item[1], item[0]))
+
+
+def build(
+    session: ReadSession,
+    fused: list[tuple[int, float]],
+    ranked: Sequence[Ranked],
+    mode: Mode,
+    degraded: tuple[str, ...],
+    via: Mapping[int, str] | None = None,
+) -> Recall:
+    """Load the memories of the fused keys and assemble the :class:`Recall`.
+
+    ``via`` names, per widened key, the key term whose sub-query brought it in.
+    """
+    memories: dict[int, Memory] = session.records.load([key for key, _ in fused])
+    raw_scores = [dict(r.items) for r in ranked]
+    positions = {
+        r.channel: {key: (rank, raw[key]) for key, rank in tied_ranks(r.items)}
+        for r, raw in zip(ranked, raw_scores, strict=True)
+    }
+    hits = []
+    for rank, (key, score) in enumerate(fused, start=1):
+        channels = {
+            name: ChannelScore(*found[key]) for name, found in positions.items() if key in found
+        }
+        if via and key in via and TEXT in channels:
+            channels[TEXT] = ChannelScore(*positions[TEXT][key], via_widening=(via[key],))
+        hits.append(Hit(memories[key], score, rank, channels))
+    return Recall(tuple(hits), mode, tuple(r.channel for r in ranked), degraded, None)
+
+
+def with_timings(result: Recall, timings: Mapping[str, float]) -> Recall:
+    """The same result, carrying per-phase timings."""
+    return Recall(result.hits, result.mode, result.channels, result.degraded, dict(timings))
+
+
+def reordered(result: Recall, hits: Sequence[Hit]) -> Recall:
+    """The same result with its hits in a new order (a plugin's rerank), ranks renumbered."""
+    renumbered = tuple(Hit(h.memory, h.score, i, h.channels) for i, h in enumerate(hits, start=1))
+    return Recall(renumbered, result.mode, result.channels, result.degraded, result.timings)
