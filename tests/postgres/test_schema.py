@@ -16,7 +16,7 @@ from embedmind.backend.postgres import schema
 from embedmind.backend.postgres.scopes import compile_scope, escape_like
 from embedmind.backend.postgres.testing import ThrowawayServer
 from embedmind.errors import InvalidInputError, SchemaVersionError
-from embedmind.namespaces import in_scope
+from embedmind.query.scope import in_scope
 
 _RACER = textwrap.dedent(
     """

@@ -20,7 +20,7 @@ The filter is applied to the scored documents inside the same query, and every
 posting of the query terms is scored, so a selective filter can never make the
 channel return fewer than ``k`` hits while ``k`` matching memories exist.
 
-**Session context** (:mod:`embedmind.lexical.context`): a memory with a
+**Session context** (as :mod:`embedmind.backend.sqlite.lexical.context`): a memory with a
 ``session_id`` is indexed as ``WEIGHT_OWN ×`` its terms ``+ WEIGHT_NEIGHBOUR ×``
 its previous and next turn's (by ``created_at`` then key within its namespace
 and session); a memory alone in its session counts its own terms once. After
@@ -44,9 +44,12 @@ from psycopg import sql
 from psycopg.rows import TupleRow
 
 from embedmind.backend.postgres.schema import LEX_SHARDS
+
+# One copy of the weights: the SQLite backend's (they belong in embedmind.lexical;
+# asked for in the report of the PostgreSQL groundwork).
+from embedmind.backend.sqlite.lexical.context import WEIGHT_NEIGHBOUR, WEIGHT_OWN
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.bm25 import K1, B
-from embedmind.lexical.context import WEIGHT_NEIGHBOUR, WEIGHT_OWN
 
 Conn = psycopg.Connection[TupleRow]
 Dialog = tuple[str, str]

@@ -171,7 +171,23 @@ def m0001_initial(conn: Conn) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (m0001_initial,)
+def m0002_filter_functions(conn: Conn) -> None:
+    """The function a ``where`` raises its type errors through (``where_sql``)."""
+    conn.execute(
+        """
+        CREATE FUNCTION em_filter_type_error(key text, op text) RETURNS boolean
+        LANGUAGE plpgsql VOLATILE AS $fn$
+        BEGIN
+            RAISE EXCEPTION 'embedmind filter type error: % on %', op, key
+                USING DETAIL = json_build_object('key', key, 'op', op)::text,
+                      ERRCODE = 'data_exception';
+        END
+        $fn$
+        """
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (m0001_initial, m0002_filter_functions)
 LATEST = len(MIGRATIONS)
 
 

@@ -1,6 +1,6 @@
 r"""Namespace scopes in PostgreSQL: exact ``/`` segments, ``LIKE`` wildcards escaped.
 
-A scope is what :func:`embedmind.namespaces.normalize_scope` returns: exact
+A scope (:class:`embedmind.query.scope.Scope`) lists exact
 namespaces (``"a/b"``) and subtrees (``"a/b/*"`` — ``a/b`` and everything under
 ``a/b/``, never the sibling ``a/bc``). A subtree compiles to ``ns = root OR ns
 LIKE root || '/%'`` with ``\``, ``%`` and ``_`` in the root escaped: namespaces
@@ -13,12 +13,14 @@ can use the namespace index (and comparison is by code point, as in SQLite).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from psycopg import sql
 
-from embedmind.namespaces import SUBTREE_SUFFIX, normalize_scope
+from embedmind.query.scope import SUBTREE_SUFFIX, Scope
 
 LIKE_ESCAPE = "\\"
+TIER_COLUMN = sql.SQL("m.tier")
 
 
 def escape_like(text: str) -> str:
@@ -31,24 +33,44 @@ def escape_like(text: str) -> str:
 
 
 def compile_scope(
-    scope: str | Sequence[str] | None, column: sql.Composable
-) -> tuple[sql.Composed, list[str]]:
+    scope: Scope | str | Sequence[str] | None,
+    column: sql.Composable,
+    grants: Sequence[tuple[str, Sequence[str]]] = (),
+    tier_column: sql.Composable = TIER_COLUMN,
+) -> tuple[sql.Composed, list[Any]]:
     """A condition over ``column`` true for namespaces in ``scope`` (``TRUE`` for ``None``).
 
     Every namespace is a bound parameter (``%s``); ``column`` is engine-chosen.
+
+    Args:
+        scope: The validated scope (a raw one is validated here), or ``None``.
+        column: The namespace column expression.
+        grants: Extra ``(namespace, tiers)`` readable through namespace links.
+        tier_column: The tier column the grants test.
 
     Returns:
         The condition and its parameters, in order.
 
     Raises:
-        InvalidInputError: When a namespace in the scope is invalid.
+        InvalidInputError: When a raw scope is invalid.
     """
-    items = normalize_scope(scope)
-    if items is None:
+    if scope is not None and not isinstance(scope, Scope):
+        scope = Scope.of(scope)
+    condition, params = _items(scope, column)
+    for namespace, tiers in grants:
+        condition = sql.SQL("({c} OR ({col} = %s AND {t} = ANY(%s::text[])))").format(
+            c=condition, col=column, t=tier_column
+        )
+        params = [*params, namespace, list(tiers)]
+    return condition, params
+
+
+def _items(scope: Scope | None, column: sql.Composable) -> tuple[sql.Composed, list[Any]]:
+    if scope is None:
         return sql.Composed([sql.SQL("TRUE")]), []
     clauses: list[sql.Composable] = []
-    params: list[str] = []
-    for item in items:
+    params: list[Any] = []
+    for item in scope.items:
         if item.endswith(SUBTREE_SUFFIX):
             root = item[: -len(SUBTREE_SUFFIX)]
             clauses.append(sql.SQL("({c} = %s OR {c} LIKE %s ESCAPE '\\')").format(c=column))
