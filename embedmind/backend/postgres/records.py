@@ -17,6 +17,10 @@ from typing import Any
 import psycopg
 from psycopg.rows import TupleRow
 
+from embedmind.drafts import Prepared
+from embedmind.model import Level, Memory, Tier
+from embedmind.timestamps import from_micros, optional_from_micros
+
 Conn = psycopg.Connection[TupleRow]
 
 COLUMNS = (
@@ -58,7 +62,7 @@ class NewRow:
         )  # fmt: skip
 
 
-def insert(conn: Conn, rows: Sequence[NewRow]) -> list[int]:
+def insert(conn: Conn, rows: Sequence[NewRow | Prepared]) -> list[int]:
     """Insert rows in one ``COPY`` (inside the caller's transaction); their keys, in order.
 
     Ids must be free (the engine checks, and ``memories.id`` is unique: a
@@ -70,7 +74,7 @@ def insert(conn: Conn, rows: Sequence[NewRow]) -> list[int]:
     with conn.cursor() as cur:
         with cur.copy(f"COPY memories ({', '.join(COLUMNS)}) FROM STDIN") as copy:
             for row in rows:
-                copy.write_row(row.values())
+                copy.write_row(row.values() if isinstance(row, NewRow) else prepared_values(row))
         found: dict[str, int] = dict(
             cur.execute(
                 "SELECT id, key FROM memories WHERE id = ANY(%s)", ([r.id for r in rows],)
@@ -83,3 +87,34 @@ def keys_of(conn: Conn, ids: Sequence[str]) -> dict[str, int]:
     """``id -> key`` of the rows holding any of ``ids``."""
     rows = conn.execute("SELECT id, key FROM memories WHERE id = ANY(%s)", (list(ids),))
     return {str(i): int(k) for i, k in rows}
+
+
+def prepared_values(p: Prepared) -> tuple[Any, ...]:
+    """A prepared record in :data:`COLUMNS` order (its metadata JSON goes in as text)."""
+    return (
+        p.id, p.namespace, p.content, p.metadata_json, list(p.tags), p.tier, p.level, p.agent,
+        p.session_id, p.created_at, p.updated_at, p.valid_from, p.valid_to, p.expires_at,
+        p.confidence, p.fingerprint,
+    )  # fmt: skip
+
+
+SELECT = (
+    "m.key, m.id, m.namespace, m.content, m.metadata, m.tags, m.tier, m.level, m.agent, "
+    "m.session_id, m.created_at, m.updated_at, m.valid_from, m.valid_to, m.expires_at, "
+    "m.superseded_by, m.confidence, m.access_count, m.last_accessed_at, m.fingerprint, "
+    "m.forgotten_at"
+)
+"""The columns :func:`to_memory` reads, in order."""
+
+
+def to_memory(row: Sequence[Any]) -> Memory:
+    """Build a :class:`Memory` from a row selected with :data:`SELECT`."""
+    return Memory(
+        id=row[1], namespace=row[2], content=row[3], metadata=row[4], tags=tuple(row[5]),
+        tier=Tier(row[6]), level=Level(row[7]), agent=row[8], session_id=row[9],
+        created_at=from_micros(row[10]), updated_at=from_micros(row[11]),
+        valid_from=from_micros(row[12]), valid_to=optional_from_micros(row[13]),
+        expires_at=optional_from_micros(row[14]), superseded_by=row[15], confidence=row[16],
+        access_count=row[17], last_accessed_at=optional_from_micros(row[18]),
+        fingerprint=row[19], forgotten=row[20] is not None,
+    )  # fmt: skip
