@@ -117,3 +117,109 @@ def test_no_server_is_a_storage_error() -> None:
     port = free_port()
     with pytest.raises(StorageError, match="server is up"):
         FACTORY.open(OpenOptions(f"postgresql://postgres@127.0.0.1:{port}/x?connect_timeout=2"))
+
+
+def _write(backend, drafts: list[Draft], now: int = NOW) -> list[int]:
+    with backend.write() as w:
+        keys = w.records.insert_many([prepare(d, now + i) for i, d in enumerate(drafts)])
+        w.records.index_text([(k, d.content) for k, d in zip(keys, drafts, strict=True)])
+    return keys
+
+
+def test_graph_supersession_and_contradiction(backend) -> None:
+    old, new, other = _write(
+        backend, [Draft("v1", id="g1", namespace="g"), Draft("v2", id="g2", namespace="g"),
+                  Draft("x", id="g3", namespace="g")],
+    )  # fmt: skip
+    with backend.write() as w:
+        w.graph.add_entities(new, ["alice", "paris"])
+        w.graph.add_entities(other, ["alice"])
+        w.graph.add_relations(new, [("supersedes", old), ("mentions", other)], NOW)
+        w.graph.add_relations(new, [("mentions", other)], NOW)  # again: ignored
+        w.graph.mark_superseded(old, "g2", NOW + 5, NOW + 5)
+        w.graph.mark_contradicted(other, "g2", 0.2, NOW + 6)
+    with backend.read() as r:
+        assert r.graph.entity_names(new) == ["alice", "paris"]
+        assert r.graph.entity_members("alice") == [new, other]
+        assert r.graph.outgoing(new) == [("mentions", "g3", NOW), ("supersedes", "g1", NOW)]
+        assert {(e.other, e.kind, e.outgoing) for e in r.graph.edges(old)} == {
+            (new, "supersedes", False)
+        }
+        assert r.graph.predecessors("g2") == [(old, "g1")]
+        assert r.records.admitted([old, new, other], Selection.of(NOW + 10)) == {new}
+        assert r.records.load([other])[other].confidence == 0.2
+    with backend.write() as w:
+        w.graph.restore(old, NOW + 7)
+        w.graph.restore(other, NOW + 7)
+        w.graph.replace_outgoing(new, "supersedes")
+    with backend.read() as r:
+        assert r.records.load([other])[other].confidence == 1.0
+        assert r.graph.outgoing(new) == [("supersedes", "g1", NOW)]
+        assert r.graph.entity_names(new) == []
+        assert r.records.admitted([old, other], Selection.of(NOW + 10)) == {old, other}
+
+
+def test_two_ttl_sweeps_at_once_take_different_rows(backend, pg_dsn: str) -> None:
+    drafts = [Draft(f"ttl {i}", id=f"ttl{i}", namespace="ttl") for i in range(6)]
+    keys = _write(backend, drafts)
+    with backend.write() as w:
+        for key in keys:
+            w.lifecycle.retier(key, "working", NOW + 1, NOW)
+    with backend.write() as first, backend.write() as second:
+        a = first.lifecycle.expired(NOW + 2, 3)
+        b = second.lifecycle.expired(NOW + 2, 10)  # does not wait for first's rows
+        assert len(a) == 3 and {k for k, _, _ in a}.isdisjoint({k for k, _, _ in b})
+        assert {k for k, _, _ in a} | {k for k, _, _ in b} >= set(keys)
+        assert first.lifecycle.still_expired(a[0][0], NOW + 2)
+    with backend.write() as w:
+        assert w.lifecycle.reinforce(keys, NOW + 3, NOW + 100) == len(keys)
+    with backend.read() as r:
+        assert not r.lifecycle.still_expired(keys[0], NOW + 50)
+
+
+def test_move_keeps_session_context_equal_to_a_rebuild(backend) -> None:
+    keys = _write(backend, [
+        Draft("alpha one", id="mv1", namespace="mv/a", session_id="s"),
+        Draft("beta two", id="mv2", namespace="mv/a", session_id="s"),
+        Draft("gamma three", id="mv3", namespace="mv/a", session_id="s"),
+        Draft("delta four", id="mv4", namespace="mv/b", session_id="s"),
+    ])  # fmt: skip
+    with backend.write() as w:
+        assert w.lifecycle.move([keys[1]], "mv/b", NOW + 9) == 1
+    with backend.read() as r:
+        incremental = set(r.conn.execute("SELECT term, key, tf FROM lex_postings").fetchall())
+        assert r.lifecycle.keys_in_namespace("mv/b") == sorted([keys[1], keys[3]])
+    with backend.write() as w:
+        from embedmind.backend.postgres import lexical
+
+        lexical.rebuild(w.conn, session_context=True)
+    with backend.read() as r:
+        assert (
+            set(r.conn.execute("SELECT term, key, tf FROM lex_postings").fetchall()) == incremental
+        )
+
+
+def test_fragments_and_links(backend) -> None:
+    (key,) = _write(backend, [Draft("a long document", id="doc", namespace="f")])
+    blobs = [_unit(1, 0, 0, 1).astype("<f4").tobytes(), _unit(0, 1, 1, 0).astype("<f4").tobytes()]
+    with backend.write() as w:
+        assert w.fragments.add(key, [(0, 6), (7, 15)], blobs, ["a long", "document"]) == 2
+        w.fragments.set_source(key, "fp")
+    with backend.read() as r:
+        assert r.fragments.counts() == (1, 2)
+        assert r.fragments.texts_of(key) == [(0, 6, "a long"), (7, 15, "document")]
+        assert r.fragments.source(key) == "fp"
+        hits = r.channels.vector_top(
+            _unit(0, 1, 1, 0), Selection.of(NOW + 1), 1, space=Space.FRAGMENTS
+        )
+        assert r.fragments.details([hits[0].vec_key]) == {
+            hits[0].vec_key: ("doc", 7, 15, "document")
+        }
+    with backend.write() as w:
+        w.lifecycle.put_link("l/a", "l/b", ["semantic"], "shared", NOW)
+        w.lifecycle.put_link("l/a", "l/c", None, "all", NOW)
+        w.lifecycle.put_link("l/z", "l/b", None, "pre-existing", NOW)
+        w.lifecycle.rename_link_endpoints("l/a", "l/z")
+    with backend.read() as r:
+        links = [(x.src, x.dst, x.tiers, x.note) for x in r.lifecycle.links(None)]
+        assert links == [("l/z", "l/b", None, "pre-existing"), ("l/z", "l/c", None, "all")]

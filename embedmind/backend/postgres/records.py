@@ -14,7 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import psycopg
+from psycopg import sql
 from psycopg.rows import TupleRow
 
 from embedmind.drafts import Prepared
@@ -118,3 +121,37 @@ def to_memory(row: Sequence[Any]) -> Memory:
         access_count=row[17], last_accessed_at=optional_from_micros(row[18]),
         fingerprint=row[19], forgotten=row[20] is not None,
     )  # fmt: skip
+
+
+def insert_vectors(
+    conn: Conn,
+    table: str,
+    key: int,
+    spans: Sequence[tuple[int, int]],
+    blobs: Sequence[bytes],
+    texts: Sequence[str | None] | None = None,
+) -> list[int]:
+    """Store one memory's vectors (little-endian float32 blobs) in ``table``; their vec_keys."""
+    if not spans:
+        return []
+    literals = [_vector_text(np.frombuffer(b, dtype="<f4")) for b in blobs]
+    columns = 'key, start, "end", embedding' + (", text" if texts is not None else "")
+    query = sql.SQL(
+        "INSERT INTO {t} ("
+        + columns
+        + ") SELECT %s, s, e, v::vector"
+        + (", x" if texts is not None else "")
+        + " FROM unnest(%s::bigint[], %s::bigint[], %s::text[]"
+        + (", %s::text[]" if texts is not None else "")
+        + ") WITH ORDINALITY AS u(s, e, v"
+        + (", x" if texts is not None else "")
+        + ", n) ORDER BY n RETURNING vec_key"
+    ).format(t=sql.Identifier(table))
+    params: list[Any] = [key, [s for s, _ in spans], [e for _, e in spans], literals]
+    if texts is not None:
+        params.append(list(texts))
+    return sorted(int(r[0]) for r in conn.execute(query, params))
+
+
+def _vector_text(vector: npt.NDArray[np.float32]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"

@@ -62,7 +62,7 @@ def m0001_initial(conn: Conn) -> None:
 
         CREATE TABLE memories (
             key bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            id text NOT NULL UNIQUE,
+            id text COLLATE "C" NOT NULL UNIQUE,
             namespace text COLLATE "C" NOT NULL,
             content text NOT NULL,
             metadata jsonb NOT NULL DEFAULT '{{}}',
@@ -76,7 +76,7 @@ def m0001_initial(conn: Conn) -> None:
             valid_from bigint NOT NULL,
             valid_to bigint,
             expires_at bigint,
-            superseded_by text,
+            superseded_by text COLLATE "C",
             confidence double precision NOT NULL DEFAULT 1.0,
             access_count bigint NOT NULL DEFAULT 0,
             last_accessed_at bigint,
@@ -99,7 +99,7 @@ def m0001_initial(conn: Conn) -> None:
 
         CREATE TABLE entities (
             entity_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            name text NOT NULL UNIQUE
+            name text COLLATE "C" NOT NULL UNIQUE
         );
         CREATE TABLE memory_entities (
             entity_id bigint NOT NULL REFERENCES entities ON DELETE CASCADE,
@@ -109,7 +109,7 @@ def m0001_initial(conn: Conn) -> None:
         CREATE INDEX memory_entities_by_key ON memory_entities (key, entity_id);
         CREATE TABLE relations (
             src bigint NOT NULL REFERENCES memories ON DELETE CASCADE,
-            kind text NOT NULL,
+            kind text COLLATE "C" NOT NULL,
             dst bigint NOT NULL REFERENCES memories ON DELETE CASCADE,
             created_at bigint NOT NULL,
             PRIMARY KEY (src, kind, dst)

@@ -9,9 +9,9 @@ a :class:`~embedmind.query.Selection` once per session with
 recall channels are :mod:`.lexical` (BM25 in SQL) and :mod:`.vector_channel`
 (pgvector HNSW without under-return).
 
-Implemented so far: records (reads and the writes a ``remember``/``forget``/
-``delete``/redaction needs), channels, meta and sessions. Graph, fragments and
-lifecycle facets are not written yet (``docs/how-to/postgres.md``, "Status").
+Every facet is here or in :mod:`.session_graph` (graph, fragments,
+lifecycle); export and import (``Records.export_page``,
+``RecordWrites.restore_fields``) are not written yet.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from psycopg import sql
 from psycopg.rows import TupleRow
 
 from embedmind.backend.postgres import lexical, records, schema, vector_channel
-from embedmind.backend.postgres.selection_sql import Condition, compile_selection
+from embedmind.backend.postgres.facet import CONTEXT_KEY, TABLES, Facet
+from embedmind.backend.postgres.selection_sql import Condition
+from embedmind.backend.postgres.session_graph import PgFragments, PgGraph, PgLifecycle
 from embedmind.backend.values import Identity, RowRef, Space, VectorHit
 from embedmind.drafts import Prepared
 from embedmind.lexical.analyzer import analyze
@@ -34,29 +36,6 @@ from embedmind.model import Memory
 from embedmind.query.selection import Selection
 
 Conn = psycopg.Connection[TupleRow]
-TABLES = {Space.MEMORY: "memory_vectors", Space.FRAGMENTS: "fragments"}
-CONTEXT_KEY = "session_context"
-
-
-class _Facet:
-    def __init__(self, conn: Conn, compiled: dict[int, tuple[Selection, Condition]]) -> None:
-        self.conn = conn
-        self._compiled = compiled
-
-    def condition(self, selection: Selection) -> Condition:
-        """The compiled selection, compiled once per session and selection."""
-        cached = self._compiled.get(id(selection))
-        if cached is None or cached[0] is not selection:
-            cached = (selection, compile_selection(selection))
-            self._compiled[id(selection)] = cached
-        return cached[1]
-
-    def meta_value(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value #>> '{}' FROM meta WHERE key = %s", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def context_on(self) -> bool:
-        return self.meta_value(CONTEXT_KEY) != "false"  # on for a new store, as in SQLite
 
 
 def _ref(row: Sequence[Any]) -> RowRef:
@@ -68,7 +47,7 @@ def _ref(row: Sequence[Any]) -> RowRef:
 _REF = "key, namespace, content, created_at, forgotten_at, superseded_by"
 
 
-class PgRecords(_Facet):
+class PgRecords(Facet):
     """:class:`~embedmind.backend.protocol.Records` over PostgreSQL."""
 
     def find(self, memory_id: str) -> RowRef | None:
@@ -222,27 +201,14 @@ class PgRecordWrites(PgRecords):
         self, key: int, spans: Sequence[tuple[int, int]], blobs: Sequence[bytes],
         space: Space = Space.MEMORY,
     ) -> list[int]:  # fmt: skip
-        table = sql.Identifier(TABLES[space])
-        rows = [
-            (key, s, e, vector_channel.vector_literal(np.frombuffer(b, dtype="<f4")))
-            for (s, e), b in zip(spans, blobs, strict=True)
-        ]
-        query = sql.SQL(
-            'INSERT INTO {} (key, start, "end", embedding) VALUES (%s, %s, %s, %s::vector) '
-            "RETURNING vec_key"
-        ).format(table)
-        out = []
-        for row in rows:
-            found = self.conn.execute(query, row).fetchone()
-            out.append(int(found[0]))  # type: ignore[index]
-        return out
+        return records.insert_vectors(self.conn, TABLES[space], key, spans, blobs)
 
     def remove_vectors(self, key: int, space: Space = Space.MEMORY) -> int:
         query = sql.SQL("DELETE FROM {} WHERE key = %s").format(sql.Identifier(TABLES[space]))
         return self.conn.execute(query, (key,)).rowcount
 
 
-class PgChannels(_Facet):
+class PgChannels(Facet):
     """:class:`~embedmind.backend.protocol.Channels` over PostgreSQL."""
 
     def text_top(self, text: str, selection: Selection, k: int) -> list[tuple[int, float]]:
@@ -306,7 +272,7 @@ class PgChannels(_Facet):
         return tuple(t for t in wanted if t in held)
 
 
-class PgMeta(_Facet):
+class PgMeta(Facet):
     """:class:`~embedmind.backend.protocol.MetaWrites` over PostgreSQL."""
 
     def get(self, key: str) -> str | None:
@@ -332,7 +298,7 @@ class PgMeta(_Facet):
         self.set("embedder", json.dumps(identity, sort_keys=True))
 
 
-class PgSessions(_Facet):
+class PgSessions(Facet):
     """:class:`~embedmind.backend.protocol.SessionWrites` over PostgreSQL."""
 
     def context_enabled(self) -> bool:
@@ -355,6 +321,9 @@ class PgRead:
         self.channels = PgChannels(conn, compiled)
         self.meta = PgMeta(conn, compiled)
         self.sessions = PgSessions(conn, compiled)
+        self.graph = PgGraph(conn, compiled)
+        self.fragments = PgFragments(conn, compiled)
+        self.lifecycle = PgLifecycle(conn, compiled)
 
     def _records(self, conn: Conn, compiled: dict[int, tuple[Selection, Condition]]) -> PgRecords:
         return PgRecords(conn, compiled)
