@@ -223,3 +223,15 @@ def test_fragments_and_links(backend) -> None:
     with backend.read() as r:
         links = [(x.src, x.dst, x.tiers, x.note) for x in r.lifecycle.links(None)]
         assert links == [("l/z", "l/b", None, "pre-existing"), ("l/z", "l/c", None, "all")]
+
+
+def test_the_plugin_registers_the_factory_for_postgresql_urls() -> None:
+    from embedmind import plugins
+    from embedmind.backend.postgres import plugin
+
+    plugins.register(plugin, name="postgresql-under-test")
+    try:
+        assert plugins.backend_for("postgresql://u@h/db?schema=x") is FACTORY
+        assert plugins.backend_for("memories.mind") is not FACTORY
+    finally:
+        plugins.unregister(plugin)
