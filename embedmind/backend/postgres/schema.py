@@ -187,7 +187,12 @@ def m0002_filter_functions(conn: Conn) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (m0001_initial, m0002_filter_functions)
+def m0003_metadata_text(conn: Conn) -> None:
+    """The caller's metadata JSON text beside its ``jsonb`` (key order and number types kept)."""
+    conn.execute("ALTER TABLE memories ADD COLUMN metadata_text text")
+
+
+MIGRATIONS: tuple[Migration, ...] = (m0001_initial, m0002_filter_functions, m0003_metadata_text)
 LATEST = len(MIGRATIONS)
 
 

@@ -10,8 +10,7 @@ recall channels are :mod:`.lexical` (BM25 in SQL) and :mod:`.vector_channel`
 (pgvector HNSW without under-return).
 
 Every facet is here or in :mod:`.session_graph` (graph, fragments,
-lifecycle); export and import (``Records.export_page``,
-``RecordWrites.restore_fields``) are not written yet.
+lifecycle); rows move through :mod:`.records`.
 """
 
 from __future__ import annotations
@@ -147,7 +146,7 @@ class PgRecords(Facet):
         return [(int(k), c) for k, c in rows]
 
     def export_page(self, after: int, limit: int) -> list[dict[str, Any]]:
-        raise NotImplementedError("export is not written for PostgreSQL yet")
+        return records.export_page(self.conn, after, limit)
 
 
 class PgRecordWrites(PgRecords):
@@ -195,7 +194,7 @@ class PgRecordWrites(PgRecords):
         )
 
     def restore_fields(self, key: int, fields: dict[str, Any]) -> None:
-        raise NotImplementedError("import is not written for PostgreSQL yet")
+        records.restore_fields(self.conn, key, fields)
 
     def put_vectors(
         self, key: int, spans: Sequence[tuple[int, int]], blobs: Sequence[bytes],
