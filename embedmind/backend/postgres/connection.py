@@ -69,7 +69,10 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Conn]:
         """A read-only snapshot transaction."""
-        with translating(self.location, self.busy_timeout), self.pool.connection() as conn:
+        with (
+            translating(self.location, self.busy_timeout, self.pool),
+            self.pool.connection() as conn,
+        ):
             conn.isolation_level = IsolationLevel.REPEATABLE_READ
             conn.read_only = True
             with conn.transaction():
@@ -78,7 +81,10 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Conn]:
         """One write transaction; committed when the block ends without an error."""
-        with translating(self.location, self.busy_timeout), self.pool.connection() as conn:
+        with (
+            translating(self.location, self.busy_timeout, self.pool),
+            self.pool.connection() as conn,
+        ):
             conn.isolation_level = IsolationLevel.READ_COMMITTED
             conn.read_only = False
             with conn.transaction():
@@ -116,8 +122,15 @@ class _Translating:
 
 
 @contextmanager
-def translating(location: str, busy_timeout: float) -> Iterator[None]:
-    """Turn driver and pool errors into embedmind errors, the cause chained."""
+def translating(
+    location: str, busy_timeout: float, pool: ConnectionPool[Conn] | None = None
+) -> Iterator[None]:
+    """Turn driver and pool errors into embedmind errors, the cause chained.
+
+    A pool timeout is :class:`StoreBusyError` only when every connection of
+    the pool was in use (the store is busy); when the pool had room but could
+    not connect, the server is down or unreachable: :class:`StorageError`.
+    """
     began = time.monotonic()
     try:
         yield
@@ -131,6 +144,11 @@ def translating(location: str, busy_timeout: float) -> Iterator[None]:
             raise StorageError(f"PostgreSQL store {location!r}: {exc}") from exc
         raise error from exc
     except PoolTimeout as exc:
+        if pool is not None and pool.get_stats().get("pool_size", 0) < (pool.max_size or 0):
+            raise StorageError(
+                f"PostgreSQL store {location!r}: no connection to the server within "
+                f"{busy_timeout:g}s; check that the server is up and reachable, then retry"
+            ) from exc
         raise StoreBusyError(location, time.monotonic() - began) from exc
     except psycopg.Error as exc:
         raise StorageError(

@@ -111,6 +111,7 @@ class ThrowawayServer:
     _owned: list[Path] = field(default_factory=list, repr=False)
     _user: str | None = field(default=None, repr=False)
     _stopped: bool = field(default=False, repr=False)
+    _options: str = field(default="", repr=False)
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -181,7 +182,10 @@ class ThrowawayServer:
                 except ServerError as exc:
                     last_error = exc
                     continue
-                server = cls(port, data_dir, bin_dir, time.perf_counter() - began, owned, user)
+                server = cls(
+                    port, data_dir, bin_dir, time.perf_counter() - began, owned, user,
+                    _options=" ".join(options),
+                )  # fmt: skip
                 atexit.register(server.stop)
                 return server
             assert last_error is not None
@@ -272,6 +276,31 @@ class ThrowawayServer:
             self._user,
             self.data_dir,
         )
+
+    def halt(self, mode: str = "immediate") -> None:
+        """Stop the server but keep its data, to :meth:`resume` later (fault tests).
+
+        Args:
+            mode: ``pg_ctl`` shutdown mode: ``"immediate"`` (a crash: clients cut
+                off mid-statement, recovery from the WAL on resume) or ``"fast"``.
+
+        Raises:
+            ServerError: When ``pg_ctl stop`` fails.
+        """
+        _run([*self._pg_ctl(30), "-m", mode, "stop"], self._user, self.data_dir)
+
+    def resume(self) -> None:
+        """Start a :meth:`halt`-ed server again: same port, data and settings.
+
+        Raises:
+            ServerError: When the server does not come back.
+        """
+        _run(
+            [*self._pg_ctl(60), "-l", str(self.data_dir / "server.log"), "-o", self._options,
+             "start"],
+            self._user,
+            self.data_dir,
+        )  # fmt: skip
 
 
 def _identifier(name: str) -> str:
