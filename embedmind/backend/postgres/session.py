@@ -116,6 +116,7 @@ class PgRecords(Facet):
         return None if row is None else records.to_memory(row)
 
     def statistics(self, now: int) -> dict[str, Any]:
+        # The SQLite backend's keys and shapes: the engine's stats() reads them.
         row = self.conn.execute(
             "SELECT count(*) FILTER (WHERE forgotten_at IS NULL), "
             "count(*) FILTER (WHERE forgotten_at IS NOT NULL), "
@@ -125,9 +126,30 @@ class PgRecords(Facet):
             (now,),
         ).fetchone()
         live, forgotten, expired, superseded = (int(v) for v in row) if row else (0, 0, 0, 0)
-        docs, _ = lexical.statistics(self.conn)
-        return {"memories": live, "forgotten": forgotten, "expired": expired,
-                "superseded": superseded, "indexed_documents": docs}  # fmt: skip
+        by_agent: dict[str, tuple[int, list[str]]] = {}
+        for agent, count in self.conn.execute(
+            "SELECT agent, count(*) FROM memories WHERE forgotten_at IS NULL "
+            'GROUP BY agent ORDER BY agent COLLATE "C"'
+        ):
+            by_agent[agent] = (int(count), [])
+        for agent, session in self.conn.execute(
+            'SELECT DISTINCT agent COLLATE "C", session_id FROM memories '
+            "WHERE forgotten_at IS NULL AND session_id IS NOT NULL ORDER BY 1, 2"
+        ):
+            by_agent[agent][1].append(session)
+        return {
+            "live": live, "forgotten": forgotten, "expired": expired, "superseded": superseded,
+            "by_agent": by_agent,
+            "by_namespace": self._counts("namespace"),
+            "by_tier": self._counts("tier"),
+        }  # fmt: skip
+
+    def _counts(self, column: str) -> dict[str, int]:
+        query = sql.SQL(
+            "SELECT {c}, count(*) FROM memories WHERE forgotten_at IS NULL GROUP BY {c} "
+            'ORDER BY {c} COLLATE "C"'
+        ).format(c=sql.Identifier(column))
+        return {str(v): int(n) for v, n in self.conn.execute(query)}
 
     def live_count(self) -> int:
         row = self.conn.execute("SELECT count(*) FROM memories WHERE forgotten_at IS NULL")
