@@ -23,11 +23,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from embedmind.backend.sqlite import alias_rows as rows
-from embedmind.backend.sqlite import records
-from embedmind.backend.sqlite.crashpoints import crashpoint
-from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.backend.protocol import Aliases, AliasWrites, Backend
 from embedmind.checks import has_surrogates
+from embedmind.crashpoints import crashpoint
 from embedmind.engine.commit import CommitPath
 from embedmind.errors import InvalidInputError
 from embedmind.lexical.aliases import MAX_ALIASES, MAX_CHARS, MAX_KEY_TERMS, MAX_TARGET_TERMS
@@ -112,26 +110,22 @@ def validate_keys(keys: object) -> list[str]:
     return out
 
 
-def stored(conn: Any) -> dict[str, Entry]:
+def stored(table: Aliases) -> dict[str, Entry]:
     """The table's rows by normalised key."""
-    return {
-        normalised(given): (normalised(given), given, target) for given, target in rows.rows(conn)
-    }
+    return {normalised(given): (normalised(given), given, target) for given, target in table.rows()}
 
 
-def current(conn: Any) -> dict[str, str]:
+def current(table: Aliases) -> dict[str, str]:
     """The table as ``{key as given: target}``, in normalised-key order."""
-    table = stored(conn)
-    return {table[norm][1]: table[norm][2] for norm in sorted(table)}
+    by_norm = stored(table)
+    return {by_norm[norm][1]: by_norm[norm][2] for norm in sorted(by_norm)}
 
 
-def set_aliases(
-    commit: CommitPath, lexical: LexicalIndex, entries: list[Entry], *, replace: bool
-) -> None:
+def set_aliases(commit: CommitPath, entries: list[Entry], *, replace: bool) -> None:
     """Write validated entries (all of the table with ``replace``) and mark what they change."""
     with commit.write() as tx:
-        conn = tx.conn
-        old = stored(conn)
+        aliases = tx.session.aliases
+        old = stored(aliases)
         new = {entry[0]: entry for entry in entries}
         if not replace and len(old.keys() | new.keys()) > MAX_ALIASES:
             raise InvalidInputError("aliases", f"the table would hold more than {MAX_ALIASES}")
@@ -144,45 +138,43 @@ def set_aliases(
         # A new spelling of a stored key ("nyc" for "NYC") replaces its row.
         respelt = [old[n][1] for n in new if n in old and old[n][1] != new[n][1]]
         if dropped or respelt:
-            rows.delete(conn, [*(old[n][1] for n in dropped), *respelt])
+            aliases.delete([*(old[n][1] for n in dropped), *respelt])
         if entries:
-            rows.put(conn, [(given, target) for _, given, target in entries])
-        _mark(conn, lexical, [*dropped, *changed])
+            aliases.put([(given, target) for _, given, target in entries])
+        _mark(aliases, [*dropped, *changed])
 
 
-def remove_aliases(commit: CommitPath, lexical: LexicalIndex, keys: list[str]) -> int:
+def remove_aliases(commit: CommitPath, keys: list[str]) -> int:
     """Delete aliases by normalised key; mark what they changed; return how many existed."""
     with commit.write() as tx:
-        existing = stored(tx.conn)
+        aliases = tx.session.aliases
+        existing = stored(aliases)
         gone = sorted(existing.keys() & set(keys))
         if gone:
-            rows.delete(tx.conn, [existing[norm][1] for norm in gone])
-            _mark(tx.conn, lexical, gone)
+            aliases.delete([existing[norm][1] for norm in gone])
+            _mark(aliases, gone)
     return len(gone)
 
 
-def _mark(conn: Any, lexical: LexicalIndex, keys: list[str]) -> None:
+def _mark(aliases: AliasWrites, keys: list[str]) -> None:
     """Mark every memory whose postings a change to these keys alters."""
     for norm in keys:
-        rows.add_pending(conn, sorted(lexical.holding(conn, norm.split(" "))))
+        aliases.mark_holding(norm.split(" "))
 
 
-def reindex(
-    commit: CommitPath, lexical: LexicalIndex, db: Any, *, show_progress: bool = False
-) -> int:
+def reindex(commit: CommitPath, backend: Backend, *, show_progress: bool = False) -> int:
     """Re-index every marked memory, :data:`BATCH` per transaction; return how many."""
-    with db.read() as conn:
-        total = rows.pending_count(conn)
+    with backend.read() as session:
+        total = session.aliases.pending_count()
     done = 0
     if total == 0:
         return 0
     with tqdm(total=total, disable=not show_progress, unit="memory", desc="aliases") as bar:
         while True:
             with commit.write() as tx:  # rewrites postings, no memory row: records nothing
-                keys = rows.pending(tx.conn, BATCH)
+                keys = tx.session.aliases.pending(BATCH)
                 if keys:
-                    done += lexical.reindex(tx.conn, keys, records.next_write_seq(tx.conn))
-                    rows.done(tx.conn, keys)
+                    done += tx.session.aliases.reindex(keys)
                     crashpoint("alias-reindex")
             if not keys:
                 return done

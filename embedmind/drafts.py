@@ -19,7 +19,7 @@ from embedmind import timestamps
 from embedmind.checks import is_number, no_surrogates
 from embedmind.errors import InvalidInputError
 from embedmind.ids import new_ulid, validate_id
-from embedmind.model import Draft, Level, Tier
+from embedmind.model import Draft, Level, Memory, Tier
 from embedmind.query.scope import normalize_namespace
 
 MAX_CONTENT_BYTES = 1 << 20
@@ -311,3 +311,28 @@ def decode_metadata(text: str) -> dict[str, Any]:
     """Parse stored metadata JSON."""
     value: dict[str, Any] = json.loads(text)
     return value
+
+
+def memory_of(p: Prepared) -> Memory:
+    """The :class:`Memory` a fresh insert of ``p`` stores, without reading it back."""
+    return Memory(
+        id=p.id,
+        namespace=p.namespace,
+        content=p.content,
+        metadata=decode_metadata(p.metadata_json),
+        tags=p.tags,
+        tier=Tier(p.tier),
+        level=Level(p.level),
+        agent=p.agent,
+        session_id=p.session_id,
+        created_at=timestamps.from_micros(p.created_at),
+        updated_at=timestamps.from_micros(p.updated_at),
+        valid_from=timestamps.from_micros(p.valid_from),
+        valid_to=timestamps.optional_from_micros(p.valid_to),
+        expires_at=timestamps.optional_from_micros(p.expires_at),
+        superseded_by=None,
+        confidence=p.confidence,
+        access_count=0,
+        last_accessed_at=None,
+        fingerprint=p.fingerprint,
+    )

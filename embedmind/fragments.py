@@ -11,7 +11,7 @@ under the same rules as the memory vectors, through the same machinery
 (:class:`~embedmind.backend.sqlite.hnsw.VectorIndex`): the file ``NAME.mind-fragments``
 is registered with its checksum in ``index_files``, trusted only when it
 verifies, caught up by replaying ``fragment_log``, and saved with the memory
-index's policy — inside a write once ``SAVE_INDEX_AFTER`` changes are unsaved,
+index's policy — inside a commit once ``SAVE_INDEX_AFTER`` changes are unsaved,
 and at close, vacuum and redaction — each save trimming the log it now reflects.
 """
 
@@ -21,28 +21,30 @@ import datetime as _dt
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-import apsw
-
-from embedmind import store_writes
-from embedmind.backend.sqlite import fragment_rows as rows
-from embedmind.backend.sqlite import records, vector_rows
-from embedmind.backend.sqlite.hnsw import VectorIndex
-from embedmind.backend.sqlite.selection_sql import compile_selection
-from embedmind.backend.sqlite.vector_rows import FRAGMENTS
-from embedmind.backend.sqlite.vector_search import nearest_capped
+from embedmind.backend.protocol import Backend, Records
+from embedmind.backend.values import Space
 from embedmind.checks import an_int, is_int, no_surrogates
 from embedmind.drafts import query_text
 from embedmind.embedders.adapt import normalized, normalized_one
+from embedmind.embedders.protocol import Embedder
+from embedmind.engine.commit import CommitPath
 from embedmind.errors import EmbedmindError, InvalidInputError, NotFoundError
 from embedmind.ids import validate_id
 from embedmind.model import NamespaceScope, Where
 from embedmind.query.selection import Selection
 from embedmind.timestamps import resolve_now
 
-if TYPE_CHECKING:
-    from embedmind.store import Store
+
+class HasFragments(Protocol):
+    """What :class:`FragmentRetriever` takes: an object with a fragment index (a :class:`Store`)."""
+
+    @property
+    def fragments(self) -> Fragments:
+        """The fragment index."""
+        ...
+
 
 logger = logging.getLogger(__name__)
 MAX_FRAGMENTS = 100_000
@@ -82,9 +84,12 @@ Fragment = tuple[Locator | tuple[int, int], Sequence[float] | str]
 class Fragments:
     """The fragment index of one store (``store.fragments``)."""
 
-    def __init__(self, store: Store, index: VectorIndex | None) -> None:
-        self._store = store
-        self.index = index
+    def __init__(self, backend: Backend, commit: CommitPath, embedder: Embedder | None) -> None:
+        self._backend = backend
+        self._commit = commit
+        self._embedder = embedder
+        self.index: Any = getattr(backend, "fragment_vectors", None)
+        """The SQLite backend's fragment cache, for tests and tooling (``None``: none)."""
 
     def put(self, record_id: str, fragments: Sequence[Fragment]) -> int:
         """Replace all of a record's fragments; return how many it now holds.
@@ -94,28 +99,30 @@ class Fragments:
             InvalidInputError: When a locator, vector or text is invalid, or the
                 store has no embedder.
         """
-        index = self._require_index()
+        dims = self._require_dims()
         memory_id = validate_id(record_id, "record_id")
-        spans, vectors, texts = self._prepare(fragments, index.dims)
-        with self._store._db.write() as conn:
-            key = _live_key(conn, memory_id)
-            vector_rows.remove_memory(conn, key, FRAGMENTS)
+        spans, vectors, texts = self._prepare(fragments, dims)
+        # Through the commit path: it records no memory change, and saves the
+        # fragment index file when enough is unsaved, as after every commit.
+        with self._commit.write() as tx:
+            session = tx.session
+            key = _live_key(session.records, memory_id)
+            session.records.remove_vectors(key, Space.FRAGMENTS)
             blobs = [row.astype("<f4").tobytes() for row in vectors]
-            held = rows.add(conn, key, spans, blobs, texts) if spans else 0
-            self.save_if_due(conn)
-            return held
+            held = session.fragments.add(key, spans, blobs, texts) if spans else 0
+        return held
 
     def remove(self, record_id: str) -> bool:
         """Drop every fragment of a record; whether there were any (idempotent)."""
         memory_id = validate_id(record_id, "record_id")
-        with self._store._db.write() as conn:
-            existing = records.find(conn, memory_id)
+        with self._commit.write() as tx:
+            session = tx.session
+            existing = session.records.find(memory_id)
             if existing is None:
                 return False
-            rows.set_source(conn, existing.key, None)
-            removed = vector_rows.remove_memory(conn, existing.key, FRAGMENTS) > 0
-            self.save_if_due(conn)
-            return removed
+            session.fragments.set_source(existing.key, None)
+            removed = session.records.remove_vectors(existing.key, Space.FRAGMENTS) > 0
+        return removed
 
     def query(
         self,
@@ -136,45 +143,24 @@ class Fragments:
         ordered by it (equal scores in a stable order): the HNSW graph's
         float16 copies only choose the candidates.
         """
-        index = self._require_index()
+        dims = self._require_dims()
         an_int(k, "k", low=1, high=10_000)
         if max_per_record is not None:
             an_int(
                 max_per_record, "max_per_record", low=1, message="expected a positive int or None"
             )
-        vector = self._query_vector(query, index.dims)
-        condition = compile_selection(Selection.of(resolve_now(now), namespace, where))
-        with self._store._db.read() as conn:
-            found = nearest_capped(
-                conn, index, vector, condition, k, max_per_record, FRAGMENTS, rescore=True
+        vector = self._query_vector(query, dims)
+        selection = Selection.of(resolve_now(now), namespace, where)
+        with self._backend.read() as session:
+            found = session.channels.vector_top(
+                vector, selection, k, cap=max_per_record, space=Space.FRAGMENTS, exact_scores=True
             )
-            info = rows.details(conn, [v for v, _, _ in found])
+            info = session.fragments.details([h.vec_key for h in found])
         return [
-            FragmentHit(info[v][0], Locator(info[v][1], info[v][2]), float(score), info[v][3])
-            for v, _, score in found
-            if v in info
+            FragmentHit(info[v][0], Locator(info[v][1], info[v][2]), float(h.cosine), info[v][3])
+            for h in found
+            if (v := h.vec_key) in info
         ]
-
-    def save_if_due(self, conn: apsw.Connection) -> bool:
-        """Save the index file inside the caller's write transaction when enough is unsaved.
-
-        The threshold is the memory index's (``store_writes.SAVE_INDEX_AFTER``),
-        read at each call so both indexes follow one policy. The save trims
-        ``fragment_log`` up to the sequence the file reflects: this bounds the
-        log, and a process whose index is behind the trim reloads the file.
-
-        Returns:
-            Whether a file was written.
-        """
-        index = self.index
-        if index is None or index.file_path is None:
-            return False
-        unsaved = index.unsaved(conn)
-        # Nothing unsaved: no file to write here, even at a threshold of 0 (a
-        # store that never held a fragment keeps no fragment file).
-        if not unsaved or unsaved < store_writes.SAVE_INDEX_AFTER:
-            return False
-        return index.save(conn)
 
     def save(self, *, rebuild: bool = False) -> bool:
         """Save the index file when it lags; the store calls this at close, vacuum and redaction.
@@ -196,45 +182,35 @@ class Fragments:
             StorageError: When the file cannot be written or registered; the
                 previous file and its registry entry stay as they were.
         """
-        index = self.index
-        if index is None or index.file_path is None:
-            return False
-        with self._store._db.read() as conn:
-            if vector_rows.last_seq(conn, FRAGMENTS) == 0:
-                return False  # never held a fragment: no file to keep
-            if not rebuild and not index.unsaved(conn) and not index.rebuilt_unsaved:
-                return False
-        with self._store._db.write() as conn:
-            if rebuild:
-                index.rebuild(conn)
-            return index.save(conn, force=rebuild)
+        return self._backend.save_fragment_cache(rebuild=rebuild)
 
     @property
     def record_count(self) -> int:
         """Records holding at least one fragment."""
-        with self._store._db.read() as conn:
-            return rows.counts(conn)[0]
+        with self._backend.read() as session:
+            return session.fragments.counts()[0]
 
     @property
     def fragment_count(self) -> int:
         """Fragments stored."""
-        with self._store._db.read() as conn:
-            return rows.counts(conn)[1]
+        with self._backend.read() as session:
+            return session.fragments.counts()[1]
 
     @property
     def wired(self) -> bool:
         """Whether fragments can be embedded and queried (the store has an embedder)."""
-        return self.index is not None
+        return self._embedder is not None
 
-    def _require_index(self) -> VectorIndex:
-        if self.index is None:
+    def _require_dims(self) -> int:
+        """The vectors' length; fragments need an embedder."""
+        if self._embedder is None:
             raise InvalidInputError("fragments", "the store was opened without an embedder")
-        return self.index
+        return self._embedder.dims
 
     def _query_vector(self, query: str | Sequence[float], dims: int) -> Any:
         if isinstance(query, str):
-            embedder = self._store.embedder
-            assert embedder is not None  # an index implies an embedder
+            embedder = self._embedder
+            assert embedder is not None  # checked by _require_dims
             return normalized_one(embedder.embed_query(query_text(query)), dims)
         return normalized_one(query, dims, "query")
 
@@ -258,7 +234,7 @@ class Fragments:
             texts.append(payload if isinstance(payload, str) else None)
             given.append(payload)
         to_embed = [t for t in texts if t is not None]
-        embedder = self._store.embedder
+        embedder = self._embedder
         embedded = (
             iter(normalized(embedder.embed_documents(to_embed), dims))
             if to_embed and embedder
@@ -281,8 +257,8 @@ def _span(locator: object) -> tuple[int, int]:
     return int(start), int(end)
 
 
-def _live_key(conn: Any, memory_id: str) -> int:
-    existing = records.find(conn, memory_id)
+def _live_key(records: Records, memory_id: str) -> int:
+    existing = records.find(memory_id)
     if existing is None or existing.forgotten:
         raise NotFoundError(memory_id, "record")
     return existing.key
@@ -305,7 +281,7 @@ class Capabilities:
 class FragmentRetriever:
     """Fragment recall for an engine user: fails loudly, never a silent empty list."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: HasFragments) -> None:
         self._fragments = store.fragments
         self.capabilities = Capabilities(self._fragments.wired)
 
@@ -321,7 +297,7 @@ class FragmentRetriever:
         if not self._fragments.wired:
             raise FragmentRecallError(UNWIRED_MESSAGE)
         try:
-            vector = self._fragments._query_vector(query, self._fragments._require_index().dims)
+            vector = self._fragments._query_vector(query, self._fragments._require_dims())
         except Exception as e:
             raise FragmentRecallError(f"fragment recall: query embedding failed: {e}") from e
         try:

@@ -201,6 +201,15 @@ def backend_for(location: str) -> Any:
     )
 
 
+def built_in_backend() -> Any:
+    """The built-in backend's factory (SQLite), as registered through ``register_backends``.
+
+    :meth:`embedmind.Store.open` hands it what is not a string (bytes, or an
+    object of the wrong type), so its path checks name the problem.
+    """
+    return registry().backends[BUILT_IN_BACKEND]
+
+
 def chunkers() -> dict[str, Callable[..., Any]]:
     """Registered chunkers by name."""
     return registry().chunkers

@@ -27,17 +27,15 @@ import logging
 import os
 from collections.abc import Iterator
 
-import apsw
 from tqdm.auto import tqdm
 
-from embedmind.backend.sqlite import fileio, fragment_rows, records, vector_rows
-from embedmind.backend.sqlite.database import Database, normalize_path
-from embedmind.backend.sqlite.vector_rows import FRAGMENTS
+from embedmind.backend.protocol import Backend, ReadSession, WriteSession
+from embedmind.backend.values import OpenOptions, Space
 from embedmind.checks import an_int
 from embedmind.embedders.adapt import DEFAULT, identity, normalized, resolve
 from embedmind.embedders.protocol import Embedder
 from embedmind.errors import ConflictError, EmbedderMismatchError, InvalidInputError
-from embedmind.plugins import registered_name, resolve_embedder
+from embedmind.plugins import backend_for, registered_name, resolve_embedder
 from embedmind.vectors.embedding import embed_contents
 
 logger = logging.getLogger(__name__)
@@ -45,7 +43,6 @@ logger = logging.getLogger(__name__)
 _TARGET = "reembed.target"
 _CURSOR = "reembed.cursor"
 _FRAGMENT_CURSOR = "reembed.fragment_cursor"
-_INDEX_FILES = ("-vectors", "-fragments")
 
 
 def reembed(
@@ -103,46 +100,43 @@ def reembed(
         raise InvalidInputError("embedder", "re-embedding needs an embedder")
     an_int(batch_size, "batch_size", low=1)
     target = identity(model)
-    database = Database(normalize_path(path))
+    location = os.fspath(path)
+    backend: Backend = backend_for(location).open(OpenOptions(location))
     if missing:
         try:
-            return _fill_missing(database, model, target, batch_size, show_progress)
+            return _fill_missing(backend, model, target, batch_size, show_progress)
         finally:
-            database.close()
+            backend.close()
     try:
-        with database.write() as conn:
-            _claim(conn, str(path), repr(sorted(target.items())), drop_vector_fragments)
-        done = _memories(database, model, batch_size, show_progress)
-        _fragments(database, model, batch_size, show_progress, drop_vector_fragments)
-        with database.write() as conn:
-            vector_rows.write_identity(conn, target)
-            vector_rows.forget_index_files(conn)
+        with backend.write() as session:
+            _claim(session, str(path), repr(sorted(target.items())), drop_vector_fragments)
+        done = _memories(backend, model, batch_size, show_progress)
+        _fragments(backend, model, batch_size, show_progress, drop_vector_fragments)
+        with backend.write() as session:
+            session.meta.write_identity(target)
+            session.forget_caches()
             for key in (_TARGET, _CURSOR, _FRAGMENT_CURSOR):
-                vector_rows.meta_set(conn, key, None)
-        if database.path != ":memory:":
-            for suffix in _INDEX_FILES:
-                sibling = database.sibling(suffix)
-                if sibling is not None:
-                    fileio.remove_quietly(sibling)
+                session.meta.set(key, None)
+        backend.remove_cache_files()
     finally:
-        database.close()
+        backend.close()
     return done
 
 
-def _claim(conn: apsw.Connection, path: str, wanted: str, drop_vector_fragments: bool) -> None:
+def _claim(session: WriteSession, path: str, wanted: str, drop_vector_fragments: bool) -> None:
     """Check that this run may start (or resume) and record its target model."""
-    started = vector_rows.meta_get(conn, _TARGET)
+    started = session.meta.get(_TARGET)
     if started is not None and started != wanted:
         raise ConflictError(
             path, f"an unfinished re-embed towards another model exists ({started})"
         )
     if not drop_vector_fragments:
-        _refuse_vector_fragments(conn, path)
-    vector_rows.meta_set(conn, _TARGET, wanted)
+        _refuse_vector_fragments(session, path)
+    session.meta.set(_TARGET, wanted)
 
 
-def _refuse_vector_fragments(conn: apsw.Connection, path: str) -> None:
-    count, owners, some = fragment_rows.given_as_vectors(conn)
+def _refuse_vector_fragments(session: ReadSession, path: str) -> None:
+    count, owners, some = session.fragments.given_as_vectors()
     if count:
         examples = ", ".join(map(repr, some)) + (", ..." if owners > len(some) else "")
         raise ConflictError(
@@ -154,73 +148,73 @@ def _refuse_vector_fragments(conn: apsw.Connection, path: str) -> None:
         )
 
 
-def _memories(database: Database, model: Embedder, batch_size: int, show_progress: bool) -> int:
+def _memories(backend: Backend, model: Embedder, batch_size: int, show_progress: bool) -> int:
     """Re-embed the memories after the cursor, one transaction per batch; return how many."""
-    with database.read() as conn:
-        cursor = int(vector_rows.meta_get(conn, _CURSOR) or 0)
-        total = records.live_count(conn)
+    with backend.read() as session:
+        cursor = int(session.meta.get(_CURSOR) or 0)
+        total = session.records.live_count()
     done = 0
     with tqdm(total=total, disable=not show_progress, unit="memory") as bar:
         while True:
-            with database.read() as conn:
-                batch = records.contents_after(conn, cursor, batch_size)
+            with backend.read() as session:
+                batch = session.records.contents_after(cursor, batch_size)
             if not batch:
                 return done
             embedded = embed_contents(model, [c for _, c in batch], [None] * len(batch))
-            with database.write() as conn:
+            with backend.write() as session:
                 for (key, _), vectors in zip(batch, embedded, strict=True):
-                    vector_rows.remove_memory(conn, key)
-                    vector_rows.add(conn, key, vectors.spans, vectors.blobs())
+                    session.records.remove_vectors(key)
+                    session.records.put_vectors(key, vectors.spans, vectors.blobs())
                 cursor = batch[-1][0]
-                vector_rows.meta_set(conn, _CURSOR, str(cursor))
+                session.meta.set(_CURSOR, str(cursor))
             done += len(batch)
             bar.update(len(batch))
 
 
 def _fill_missing(
-    database: Database,
+    backend: Backend,
     model: Embedder,
     target: dict[str, str],
     batch_size: int,
     show_progress: bool,
 ) -> int:
     """Embed the live memories without a vector, one transaction per batch; return how many."""
-    with database.write() as conn:
-        started = vector_rows.meta_get(conn, _TARGET)
+    with backend.write() as session:
+        started = session.meta.get(_TARGET)
         if started is not None:
             raise ConflictError(
-                database.path,
+                backend.path,
                 f"an unfinished re-embed exists ({started}): finish it first by running "
                 "reembed(path, embedder) with its model (it embeds these memories too)",
             )
-        recorded = vector_rows.read_identity(conn)
+        recorded = session.meta.identity()
         if recorded and recorded != target:
             name = registered_name(target.get("model_id", ""))
-            raise EmbedderMismatchError(database.path, recorded, target, name=name)
+            raise EmbedderMismatchError(backend.path, recorded, target, name=name)
         if not recorded:  # a store that never had a model: this one becomes its model
-            vector_rows.write_identity(conn, target)
-        total = vector_rows.missing_count(conn)
+            session.meta.write_identity(target)
+        total = session.channels.missing_vector_count()
     done, cursor = 0, 0
     with tqdm(total=total, disable=not show_progress, unit="memory") as bar:
         while True:
-            with database.read() as conn:
-                batch = vector_rows.missing_contents(conn, cursor, batch_size)
+            with backend.read() as session:
+                batch = session.channels.missing_contents(cursor, batch_size)
             if not batch:
                 return done
             embedded = embed_contents(model, [c for _, c in batch], [None] * len(batch))
-            with database.write() as conn:
+            with backend.write() as session:
                 # Checked again: another process may have written or forgotten one meanwhile.
-                still = dict(vector_rows.missing_contents(conn, keys=[k for k, _ in batch]))
+                still = dict(session.channels.missing_contents(keys=[k for k, _ in batch]))
                 for (key, content), vectors in zip(batch, embedded, strict=True):
                     if still.get(key) == content:
-                        vector_rows.add(conn, key, vectors.spans, vectors.blobs())
+                        session.records.put_vectors(key, vectors.spans, vectors.blobs())
                         done += 1
             cursor = batch[-1][0]
             bar.update(len(batch))
 
 
 def _fragments(
-    database: Database, model: Embedder, batch_size: int, show_progress: bool, drop: bool
+    backend: Backend, model: Embedder, batch_size: int, show_progress: bool, drop: bool
 ) -> None:
     """Re-embed the fragments of the records after the fragment cursor, whole records at a time.
 
@@ -230,40 +224,40 @@ def _fragments(
     record whose fragments changed between the read and the write (another
     process put them meanwhile) ends the batch early and is read again.
     """
-    with database.read() as conn:
-        cursor = int(vector_rows.meta_get(conn, _FRAGMENT_CURSOR) or 0)
-        total = fragment_rows.counts(conn)[1]
+    with backend.read() as session:
+        cursor = int(session.meta.get(_FRAGMENT_CURSOR) or 0)
+        total = session.fragments.counts()[1]
     dropped: dict[int, int] = {}
     with tqdm(total=total, disable=not show_progress, unit="fragment") as bar:
         while True:
-            with database.read() as conn:
-                batch = fragment_rows.texts_after(conn, cursor, batch_size)
+            with backend.read() as session:
+                batch = session.fragments.texts_after(cursor, batch_size)
             if not batch:
                 break
             texts = [text for _, items in batch for _, _, text in items if text is not None]
             if not drop and len(texts) < sum(len(items) for _, items in batch):
-                with database.read() as conn:  # put meanwhile by another process
-                    _refuse_vector_fragments(conn, database.path)
+                with backend.read() as session:  # put meanwhile by another process
+                    _refuse_vector_fragments(session, backend.path)
             vectors, advanced = _embedded(model, texts), 0
-            with database.write() as conn:
+            with backend.write() as session:
                 for key, items in batch:
-                    if fragment_rows.texts_of(conn, key) != items:
+                    if session.fragments.texts_of(key) != items:
                         break  # changed since read: read again, not overwrite the change
                     kept = [(start, end, text) for start, end, text in items if text is not None]
-                    vector_rows.remove_memory(conn, key, FRAGMENTS)
+                    session.records.remove_vectors(key, Space.FRAGMENTS)
                     if kept:
                         spans = [(start, end) for start, end, _ in kept]
                         blobs = [next(vectors) for _ in kept]
-                        fragment_rows.add(conn, key, spans, blobs, [t for _, _, t in kept])
+                        session.fragments.add(key, spans, blobs, [t for _, _, t in kept])
                     if len(kept) < len(items):
                         dropped[key] = len(items) - len(kept)
                     cursor, advanced = key, advanced + len(items)
-                vector_rows.meta_set(conn, _FRAGMENT_CURSOR, str(cursor))
+                session.meta.set(_FRAGMENT_CURSOR, str(cursor))
             bar.update(advanced)
     if dropped:
         logger.warning(
             "re-embedding %s dropped %d fragments given as vectors, of %d records",
-            database.path, sum(dropped.values()), len(dropped),
+            backend.path, sum(dropped.values()), len(dropped),
         )  # fmt: skip
 
 

@@ -11,18 +11,15 @@ import os
 from types import TracebackType
 from typing import Any
 
-from embedmind import store_writes
-from embedmind.backend.sqlite.backend import FACTORY as SQLITE
-from embedmind.backend.sqlite.backend import SqliteBackend
-from embedmind.backend.sqlite.connection import Synchronous
-from embedmind.backend.sqlite.hnsw import VectorIndex
-from embedmind.backend.values import OpenOptions
+from embedmind.backend.protocol import Backend
+from embedmind.backend.values import OpenOptions, Synchronous
 from embedmind.embedders.adapt import DEFAULT, identity, resolve
 from embedmind.embedders.protocol import Embedder
-from embedmind.engine.commit import CommitPath, Parts
+from embedmind.engine.commit import CommitPath, Parts, save_index_after
+from embedmind.engine.state import Engine
 from embedmind.errors import EmbedderMismatchError, InvalidInputError, StorageError
 from embedmind.fragments import Fragments
-from embedmind.plugins import backend_for, embedder_factory, resolve_embedder
+from embedmind.plugins import backend_for, built_in_backend, embedder_factory, resolve_embedder
 from embedmind.policies import EvictionPolicy, FragmentPolicy
 from embedmind.store_graph import GraphMethods
 from embedmind.store_lifecycle import LifecycleMethods
@@ -51,37 +48,36 @@ class Store(
 
     def __init__(
         self,
-        backend: SqliteBackend,
+        backend: Backend,
         embedder: Embedder | None,
         metrics: Any = None,
         fragment_policy: FragmentPolicy | None = None,
         eviction: EvictionPolicy | None = None,
     ) -> None:
-        self._backend = backend
         if embedder is not None:
             backend.configure_vectors(embedder.dims)
-        database = backend.database
-        self._db = database
-        self._lexical = backend.lexical
-        self._embedder = embedder
-        self._metrics = metrics
-        self._vectors: VectorIndex | None = backend.vectors
-        self.fragments = Fragments(self, backend.fragment_vectors)
-        """The fragment index (see :class:`embedmind.fragments.Fragments`)."""
-        self._fragment_policy = fragment_policy
-        self._chunker = None if fragment_policy is None else fragment_policy.resolve()
-        self._eviction = eviction
-        self._commit = CommitPath(
+        # The SQLite backend's handles, for the tests and tooling that inspect
+        # its files; the engine reaches the store only through self._engine.
+        self._backend = backend
+        self._db = getattr(backend, "database", None)
+        self._lexical = getattr(backend, "lexical", None)
+        self._vectors = getattr(backend, "vectors", None)
+        chunker = None if fragment_policy is None else fragment_policy.resolve()
+        commit = CommitPath(
             Parts(
-                backend, database, self._lexical, self._vectors, self.fragments, embedder, metrics,
-                eviction, fragment_policy, self._chunker, self, _save_index_after,
+                backend, embedder, metrics, eviction, fragment_policy, chunker, self,
+                save_index_after,
             )
         )  # fmt: skip
+        self._commit = commit
+        self.fragments = Fragments(backend, commit, embedder)
+        """The fragment index (see :class:`embedmind.fragments.Fragments`)."""
+        self._engine = Engine(backend, commit, embedder, metrics, self.fragments)
 
     @property
     def embedder(self) -> Embedder | None:
         """The embedder this store was opened with (``None``: text only)."""
-        return self._embedder
+        return self._engine.embedder
 
     @classmethod
     def open(
@@ -169,12 +165,12 @@ class Store(
     @property
     def path(self) -> str:
         """The store file's absolute path, or ``":memory:"``."""
-        return self._db.path
+        return self._backend.path
 
     @property
     def schema_version(self) -> int:
         """The schema version of the open file."""
-        return self._db.schema_version
+        return self._backend.schema_version
 
     def _set_session_context(self, on: bool) -> None:
         """Turn session context on or off, re-indexing the postings when it changes."""
@@ -189,7 +185,7 @@ class Store(
         Further calls raise :class:`~embedmind.errors.StoreClosedError`;
         closing again does nothing, like closing a file twice.
         """
-        if self._db.closed:
+        if self._backend.closed:
             return
         try:
             self._backend.save_vector_cache()
@@ -217,26 +213,21 @@ class Store(
 
 def _open_backend(
     path: str | os.PathLike[str], synchronous: Synchronous, busy_timeout: float
-) -> SqliteBackend:
+) -> Backend:
     """Open the store at ``path`` with the registered backend that claims it."""
     location = os.fspath(path) if isinstance(path, str | os.PathLike) else path
-    factory = backend_for(location) if isinstance(location, str) else SQLITE
+    factory = backend_for(location) if isinstance(location, str) else built_in_backend()
     return factory.open(OpenOptions(location, synchronous, busy_timeout))  # type: ignore[no-any-return]
 
 
-def _save_index_after() -> int:
-    # Read at each commit: tests and the power-loss recorder lower it to exercise saves.
-    return store_writes.SAVE_INDEX_AFTER
-
-
-def _recorded_model(backend: SqliteBackend) -> str | None:
+def _recorded_model(backend: Backend) -> str | None:
     """The store's recorded model, when it is a registered embedder (reopen with it by default)."""
     with backend.read() as session:
         recorded = session.meta.identity().get("model_id")
     return recorded if recorded is not None and embedder_factory(recorded) else None
 
 
-def _check_identity(backend: SqliteBackend, embedder: Embedder) -> None:
+def _check_identity(backend: Backend, embedder: Embedder) -> None:
     given = identity(embedder)
     with backend.write() as session:
         recorded = session.meta.identity()

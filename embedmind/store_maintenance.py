@@ -1,80 +1,24 @@
-"""Redaction and vacuum methods of :class:`embedmind.Store`.
+"""Redaction, vacuum and alias methods of :class:`embedmind.Store`.
 
-``redact`` replaces a memory's content in place — for credential removal or
-repair — and re-derives its postings and vectors in the same transaction;
-``secure_delete`` zeroes the freed space, terms used only by the old text
-leave the dictionary, and a truncating WAL checkpoint removes the old pages
-from the WAL, so no byte of the old content survives in any file of the
-store. ``vacuum`` drops tombstones, rebuilds the file in place (never by
-swapping files, which corrupts a store other processes have open) and
-rebuilds the vector index. ``set_aliases``, ``aliases``, ``remove_aliases``
-and ``reindex_aliases`` manage the store's alias table (:mod:`embedmind.aliases`).
+The work is done in :mod:`embedmind.engine.maintenance`.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from embedmind import aliases as alias_table
-from embedmind import drafts
-from embedmind.backend.sqlite import records
-from embedmind.backend.sqlite.crashpoints import crashpoint
-from embedmind.backend.sqlite.database import CHECKPOINT_TIMEOUT, Database
-from embedmind.backend.sqlite.hnsw import VectorIndex
-from embedmind.backend.sqlite.lexical.index import LexicalIndex
-from embedmind.checks import finite_number
-from embedmind.embedders.protocol import Embedder
-from embedmind.engine.commit import CommitPath, Committed
-from embedmind.errors import (
-    NotFoundError,
-    RedactionIncompleteError,
-    StorageError,
-)
-from embedmind.ids import validate_id
-from embedmind.model import Draft, Memory
-from embedmind.timestamps import resolve_now
-from embedmind.vectors.embedding import Embedded, embed_contents
-from embedmind.writes import delete_keys, drop_fragments, replace_vectors
+from embedmind.backend.values import CHECKPOINT_TIMEOUT
+from embedmind.engine import maintenance
+from embedmind.engine.maintenance import VacuumReport
+from embedmind.facade import Facade
+from embedmind.model import Memory
 
-if TYPE_CHECKING:
-    from embedmind.fragments import Fragments
-
-logger = logging.getLogger(__name__)
+__all__ = ["MaintenanceMethods", "VacuumReport"]
 
 
-@dataclass(frozen=True)
-class VacuumReport:
-    """What :meth:`embedmind.Store.vacuum` did.
-
-    Attributes:
-        removed: Tombstones reclaimed.
-        bytes_before: Database plus WAL size before.
-        bytes_after: Database plus WAL size after.
-        wal_truncated: Whether the WAL was emptied at the end. ``False`` when a
-            reader in another process held it past the wait: the space is then
-            returned at a later checkpoint (a later vacuum or redaction, or
-            SQLite's own), and ``bytes_after`` still counts it.
-    """
-
-    removed: int
-    bytes_before: int
-    bytes_after: int
-    wal_truncated: bool = True
-
-
-class MaintenanceMethods:
-    """Mixed into :class:`embedmind.Store`; relies on its parts."""
-
-    _db: Database
-    _lexical: LexicalIndex
-    _embedder: Embedder | None
-    _vectors: VectorIndex | None
-    fragments: Fragments
-    _commit: CommitPath
+class MaintenanceMethods(Facade):
+    """Mixed into :class:`embedmind.Store`."""
 
     def redact(
         self,
@@ -110,36 +54,9 @@ class MaintenanceMethods:
                 snapshot, or the disk is full): the old bytes stay in the WAL
                 until the readers finish; run the same redact again then.
         """
-        memory_id = validate_id(id)
-        timeout = _timeout(checkpoint_timeout)
-        at = resolve_now(now)
-        prepared = drafts.prepare(Draft(new_content), at)
-        embedded: list[Embedded | None] = [None]
-        if self._embedder is not None:
-            embedded = list(embed_contents(self._embedder, [prepared.content], [None]))
-        # The commit path re-derives its fragments and notifies listeners
-        # (MemoryRedacted) right after COMMIT, before the forced saves below.
-        with self._commit.write() as tx:
-            conn = tx.conn
-            existing = records.find(conn, memory_id)
-            if existing is None or existing.forgotten:
-                raise NotFoundError(memory_id)
-            version = records.next_write_seq(conn)
-            records.set_content(conn, existing.key, prepared.content, prepared.fingerprint, at)
-            self._lexical.remove(conn, existing.key, version)
-            self._lexical.add(conn, [(existing.key, prepared.content)], version)
-            replace_vectors(conn, existing.key, embedded[0])
-            drop_fragments(conn, existing.key)  # their texts hold the old content
-            crashpoint("redact")
-            memory = records.select_by_keys(conn, [existing.key])[existing.key]
-            tx.record(Committed("redact", redacted=(memory,)))
-        self._lexical.clear_cache()
-        self._save_vectors()
-        crashpoint("redact-before-checkpoint")
-        problem = self._db.checkpoint(timeout)
-        if problem is not None:
-            raise RedactionIncompleteError(memory_id, problem, timeout)
-        return memory
+        return maintenance.redact(
+            self._engine, id, new_content, now=now, checkpoint_timeout=checkpoint_timeout
+        )
 
     def vacuum(
         self,
@@ -166,23 +83,9 @@ class MaintenanceMethods:
         Raises:
             InvalidInputError: When ``checkpoint_timeout`` is not a positive number.
         """
-        timeout = _timeout(checkpoint_timeout)
-        say = progress or (lambda _: None)
-        before = self._db.file_bytes()
-        say("dropping tombstones")
-        # Tombstones were reported when forgotten: their removal records nothing.
-        with self._commit.write() as tx:
-            keys = records.forgotten_keys(tx.conn)
-            delete_keys(tx.conn, self._lexical, keys)
-        say("rebuilding the database file")
-        self._db.checkpoint(timeout)
-        self._db.vacuum()
-        self._lexical.clear_cache()
-        say("rebuilding the vector index")
-        self._save_vectors(rebuild=True)
-        say("truncating the write-ahead log")
-        truncated = self._db.checkpoint(timeout) is None
-        return VacuumReport(len(keys), before, self._db.file_bytes(), truncated)
+        return maintenance.vacuum(
+            self._engine, progress=progress, checkpoint_timeout=checkpoint_timeout
+        )
 
     def set_aliases(
         self, aliases: Mapping[str, str], *, replace: bool = False, show_progress: bool = False
@@ -217,9 +120,9 @@ class MaintenanceMethods:
                 a target analyses to its own key, two keys analyse alike, or
                 the table would exceed 10,000 aliases; nothing is written.
         """
-        entries = alias_table.validate(aliases)
-        alias_table.set_aliases(self._commit, self._lexical, entries, replace=replace)
-        return self.reindex_aliases(show_progress=show_progress)
+        return maintenance.set_aliases(
+            self._engine, aliases, replace=replace, show_progress=show_progress
+        )
 
     def aliases(self) -> dict[str, str]:
         """The alias table: ``{key as given: target}``, ordered by analysed key.
@@ -232,8 +135,7 @@ class MaintenanceMethods:
             >>> store.aliases()
             {'NYC': 'new york'}
         """
-        with self._db.read() as conn:
-            return alias_table.current(conn)
+        return maintenance.aliases(self._engine)
 
     def remove_aliases(self, keys: Iterable[str], *, show_progress: bool = False) -> int:
         """Remove aliases by key (matched after analysis), then re-index what they changed.
@@ -252,10 +154,7 @@ class MaintenanceMethods:
                 list, or a key is not a string with index terms; nothing is
                 written.
         """
-        wanted = alias_table.validate_keys(keys)
-        removed = alias_table.remove_aliases(self._commit, self._lexical, wanted)
-        self.reindex_aliases(show_progress=show_progress)
-        return removed
+        return maintenance.remove_aliases(self._engine, keys, show_progress=show_progress)
 
     def reindex_aliases(self, *, show_progress: bool = False) -> int:
         """Finish a re-index an alias change left pending (a crash, a kill); safe to repeat.
@@ -266,33 +165,4 @@ class MaintenanceMethods:
         Returns:
             How many memories were re-indexed (0 when nothing was pending).
         """
-        return alias_table.reindex(
-            self._commit, self._lexical, self._db, show_progress=show_progress
-        )
-
-    def _save_vectors(self, rebuild: bool = False) -> None:
-        """Save both derived indexes; never raises, since the change they follow has committed.
-
-        A failure (the writer lock busy, SQLite failing to register the file;
-        the file write itself is already absorbed by ``VectorIndex.save``) is
-        logged: the indexes are caches, and the next open replays or rebuilds.
-        """
-        try:
-            if self._vectors is not None:
-                with self._db.write() as conn:
-                    if rebuild:
-                        self._vectors.rebuild(conn)
-                    self._vectors.save(conn, force=rebuild)
-        except StorageError as e:
-            logger.warning("could not save the vector index of %s: %s", self._db.path, e)
-        try:  # its own transaction: a failed fragment save never undoes the vector save
-            self.fragments.save(rebuild=rebuild)  # vacuum compacts it, redaction rewrites it
-        except StorageError as e:
-            logger.warning("could not save the fragment index of %s: %s", self._db.path, e)
-
-
-def _timeout(value: object) -> float:
-    """Validate a ``checkpoint_timeout`` (seconds, positive and finite)."""
-    return finite_number(
-        value, "checkpoint_timeout", positive=True, message="expected a positive number of seconds"
-    )
+        return maintenance.reindex_aliases(self._engine, show_progress=show_progress)

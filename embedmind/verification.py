@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from embedmind.backend.sqlite import fileio, integrity, vector_rows
+from embedmind.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from embedmind.store import Store
@@ -82,7 +83,11 @@ def verify(store: Store) -> VerifyReport:
         ...     verify(store).ok
         True
     """
-    db = store._db
+    db = store._db  # the SQLite backend's database: this checks its file and rows
+    if db is None:
+        raise InvalidInputError(
+            "store", "verify checks SQLite stores; this one has another backend"
+        )
     damaged: list[DamagedMemory] = []
     rows, after = 0, 0
     while True:

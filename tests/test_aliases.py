@@ -296,3 +296,16 @@ def test_a_repeated_alias_key_in_a_file_is_refused() -> None:
         with pytest.raises(InvalidInputError, match="line 3: key"):
             store.import_jsonl(io.StringIO("\n".join(lines)))
         assert store.aliases() == {}
+
+
+def test_explain_does_not_call_an_alias_match_context() -> None:
+    with embedmind.Store.open(":memory:", embedder=None) as store:
+        store.set_aliases({"NYC": "new york"})
+        store.remember_many(
+            [embedmind.Draft(t, session_id="s") for t in ("I moved to NYC", "nice", "ok then")]
+        )
+        first = store.recall("new york", mode="text", explain=True)[0]
+        assert first.content == "I moved to NYC"
+        assert first.channels["text"].via_context == ()
+        beside = store.recall("moved", mode="text", explain=True)
+        assert any(h.channels["text"].via_context == ("move",) for h in beside)

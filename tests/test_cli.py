@@ -372,3 +372,20 @@ def test_export_to_stdout_pipes_into_import_from_stdin(tmp_path: Path) -> None:
     assert "imported 30 memories" in imported.stdout
     with embedmind.Store.open(tmp_path / "b.mind", embedder=HashingEmbedder()) as store:
         assert store.stats().live == 30
+
+
+def test_recall_widen_and_latest_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = str(tmp_path / "flags.mind")
+    for content in ("Bob lives in Paris; Bob lives well", "Bob lives in Rome"):
+        assert run(capsys, "--store", store, "remember", content)[0] == EXIT_OK
+    query = "where does bob live now?"
+    code, out, _ = run(capsys, "--store", store, "--json", "recall", query, "--mode", "text")
+    assert code == EXIT_OK
+    assert json.loads(out)["hits"][0]["memory"]["content"].startswith("Bob lives in Paris")
+    code, out, _ = run(capsys, "--store", store, "--json", "recall", query, "--mode", "text",
+                       "--latest")  # fmt: skip
+    hits = json.loads(out)["hits"]
+    assert code == EXIT_OK and hits[0]["memory"]["content"] == "Bob lives in Rome"
+    assert "latest" in hits[0]["channels"]
+    code, out, _ = run(capsys, "--store", store, "--json", "recall", "bob rome", "--widen")
+    assert code == EXIT_OK and json.loads(out)["hits"]

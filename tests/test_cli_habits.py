@@ -48,8 +48,12 @@ COMMANDS = {
     "export": ["out.jsonl"],
     "import": ["in.jsonl"],
     "demo": [],
+    "aliases": ["list"],
 }
-READS = ["stats", "recall q", "get x", "forget x", "vacuum", "export out.jsonl", "reembed"]
+READS = [
+    "stats", "recall q", "get x", "forget x", "vacuum", "export out.jsonl", "reembed",
+    "aliases list", "aliases remove nyc", "aliases reindex",
+]  # fmt: skip
 
 
 def cli(*argv: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

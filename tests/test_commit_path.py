@@ -3,7 +3,7 @@
 Each row of ``CASES`` runs one mutation on a store set up so that every
 post-commit step has something to do — a capped namespace at its cap, vector
 and fragment changes left unsaved, a fragment policy — and checks each step
-that applies to it (the rule is in :mod:`embedmind.engine.commit`): eviction past the
+that applies to it (the rule is in :mod:`embedmind.commit`): eviction past the
 cap, the index saves when due, the metrics calls, the ``records_committed``
 events, fragment embedding. ``test_every_public_method_is_classified`` keeps
 the rows in step with the Store class: a new public method fails it until it
@@ -24,8 +24,10 @@ from typing import Any
 import pytest
 
 import embedmind
-from embedmind import plugins, store_writes
+from embedmind import aliases as alias_table
+from embedmind import plugins
 from embedmind.embedders.hashing import HashingEmbedder
+from embedmind.engine import commit as commit_path
 from embedmind.events import (
     MemoryDeleted,
     MemoryForgotten,
@@ -45,7 +47,7 @@ CAP = EvictionPolicy(max_records=2, namespaces="capped", tiers=["working"])
 FRAGMENTS = FragmentPolicy(chunker="words", window=4)
 
 READERS = {
-    "entities_of", "entity_members", "export_jsonl", "find_by_fingerprint", "get", "get_many",
+    "aliases", "entities_of", "entity_members", "export_jsonl", "find_by_fingerprint", "get", "get_many",
     "iter", "lineage", "links", "namespaces", "neighbors", "recall", "related", "stats",
     "vectors",
 }  # fmt: skip
@@ -140,6 +142,18 @@ def _redact(w: World) -> str:
     return w.store.redact("doc", "[redacted] placeholder text").id
 
 
+def _reindex_aliases(w: World) -> None:
+    # A change whose re-index did not run (a crash after its commit) leaves memories pending;
+    # that change's own commit must not count as the re-index's saves.
+    store = w.store
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(commit_path, "SAVE_INDEX_AFTER", 10**9)
+        entries = alias_table.validate({"doc": "document"})
+        alias_table.set_aliases(store._engine.commit, entries, replace=False)
+    assert all(_unsaved(store))
+    assert store.reindex_aliases() > 0
+
+
 CASES = [
     Case(
         "remember", _remember, (MemoryWritten("NEW", "capped", "working"), EVICT),
@@ -217,6 +231,10 @@ CASES = [
     Case("link_namespaces", lambda w: w.store.link_namespaces("free", "capped") and None),
     Case("unlink", lambda w: w.store.unlink("free", "shared") and None),
     Case("vacuum", lambda w: w.store.vacuum() and None),
+    # The alias table is configuration: its changes and re-index rewrite postings, no memory row.
+    Case("set_aliases", lambda w: w.store.set_aliases({"nyc": "new york"}) and None),
+    Case("remove_aliases", lambda w: w.store.remove_aliases(["nyc"]) and None),
+    Case("reindex_aliases", lambda w: _reindex_aliases(w)),
 ]  # fmt: skip
 MUTATORS = {case.method for case in CASES}
 
@@ -245,7 +263,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     listener, metrics = Listener(), Metrics()
     plugins.register(listener)
     # Nothing is saved while the world is built, so every row starts with unsaved changes.
-    monkeypatch.setattr(store_writes, "SAVE_INDEX_AFTER", 10**9)
+    monkeypatch.setattr(commit_path, "SAVE_INDEX_AFTER", 10**9)
     export = tmp_path / "export.jsonl"
     with embedmind.Store.open(tmp_path / "src.mind", embedder=HashingEmbedder(DIMS)) as source:
         source.remember("imported working note", id="imp", namespace="capped", tier="working")
@@ -300,7 +318,7 @@ def test_each_mutation_runs_the_commit_path(
 ) -> None:
     store = world.store
     assert all(_unsaved(store))  # so the saves below are the mutation's own
-    monkeypatch.setattr(store_writes, "SAVE_INDEX_AFTER", 1)  # every commit is due
+    monkeypatch.setattr(commit_path, "SAVE_INDEX_AFTER", 1)  # every commit is due
     new = case.act(world)
 
     expected = [_named(e, new) for e in case.events]
@@ -331,6 +349,7 @@ def test_tombstones_a_rename_carries_along_are_not_reported_again(world: World) 
 
 
 READS: dict[str, Callable[[embedmind.Store], object]] = {
+    "aliases": lambda s: s.aliases(),
     "entities_of": lambda s: s.entities_of("doc"),
     "entity_members": lambda s: s.entity_members("x"),
     "export_jsonl": lambda s: s.export_jsonl(io.StringIO()),

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 import embedmind
-from embedmind import store_transfer
 from embedmind.embedders.hashing import HashingEmbedder
+from embedmind.engine import transfer
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)
@@ -117,16 +117,16 @@ def test_a_failed_export_leaves_the_previous_file_as_it_was(
     target = tmp_path / "out.jsonl"
     target.write_text("the previous backup\n")
     calls = 0
-    original = store_transfer.TransferMethods._export_memory
+    original = transfer._export_memory
 
-    def disk_full_at_the_second(self: Any, *args: Any) -> str:
+    def disk_full_at_the_second(*args: Any) -> str:
         nonlocal calls
         calls += 1
         if calls == 2:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return original(self, *args)
+        return original(*args)
 
-    monkeypatch.setattr(store_transfer.TransferMethods, "_export_memory", disk_full_at_the_second)
+    monkeypatch.setattr(transfer, "_export_memory", disk_full_at_the_second)
     with _three(tmp_path) as store, pytest.raises(OSError, match="No space"):
         store.export_jsonl(target)
     assert target.read_text() == "the previous backup\n"

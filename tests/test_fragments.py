@@ -19,9 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embedmind
-from embedmind import store_writes
 from embedmind.backend.sqlite import hnsw
 from embedmind.embedders.hashing import HashingEmbedder
+from embedmind.engine import commit as commit_path
 from embedmind.fragments import (
     UNWIRED_MESSAGE,
     FragmentHit,
@@ -158,12 +158,12 @@ def test_embedder_failure_is_logged_and_the_write_stands(
 def test_index_failure_is_logged_and_the_write_stands(
     store: embedmind.Store, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import embedmind.fragment_writer as writer
+    import embedmind.backend.sqlite.fragment_rows as rows
 
     def boom(*args: object, **kwargs: object) -> int:
         raise RuntimeError("add boom")
 
-    monkeypatch.setattr(writer.rows, "add", boom)
+    monkeypatch.setattr(rows, "add", boom)
     with caplog.at_level(logging.WARNING):
         store.remember("cat", id="doc-a")
     assert store.get("doc-a") is not None
@@ -415,7 +415,7 @@ def test_a_lagging_fragment_file_is_caught_up_by_replay(
 ) -> None:
     path = tmp_path / "s.mind"
     with monkeypatch.context() as patch:
-        patch.setattr(store_writes, "SAVE_INDEX_AFTER", 1)  # the file is saved by the last put
+        patch.setattr(commit_path, "SAVE_INDEX_AFTER", 1)  # the file is saved by the last put
         _fill(path)
     writer = embedmind.Store.open(path, embedder=HashingEmbedder(DIMS))
     writer.remember_many([embedmind.Draft(f"document {r}", id=f"doc{r}") for r in range(40, 50)])
@@ -435,7 +435,7 @@ def test_the_fragment_log_stays_bounded_over_many_writes(
 ) -> None:
     """Saved at the memory index's threshold, trimmed by each save; a reader keeps up."""
     threshold, per_write = 50, 8  # a put or re-derive of 4 fragments logs 4 removals + 4 adds
-    monkeypatch.setattr(store_writes, "SAVE_INDEX_AFTER", threshold)
+    monkeypatch.setattr(commit_path, "SAVE_INDEX_AFTER", threshold)
     path = tmp_path / "s.mind"
     policy = FragmentPolicy(chunker=words_chunker, window=1, overlap=0)
     embedder = HashingEmbedder(DIMS)

@@ -83,9 +83,9 @@ def test_sweep_deletes_only_what_is_still_expired(
 
 def test_sweep_never_deletes_a_memory_slid_after_listing(store: embedmind.Store) -> None:
     m = store.remember("racing", ttl=MIN, now=T0)
-    import embedmind.store_lifecycle as module
+    import embedmind.backend.sqlite.lifecycle_rows as module
 
-    real = module.lifecycle.expired
+    real = module.expired
 
     def listed_then_reinforced(conn: Any, now: int, limit: int) -> list[tuple[int, str, str]]:
         rows = real(conn, now, limit)
@@ -94,11 +94,11 @@ def test_sweep_never_deletes_a_memory_slid_after_listing(store: embedmind.Store)
         )  # a reinforce lands
         return rows
 
-    module.lifecycle.expired = listed_then_reinforced  # type: ignore[assignment]
+    module.expired = listed_then_reinforced  # type: ignore[assignment]
     try:
         assert store.sweep_expired(now=T0 + 2 * MIN) == 0
     finally:
-        module.lifecycle.expired = real  # type: ignore[assignment]
+        module.expired = real  # type: ignore[assignment]
     assert store.get(m.id) is not None
 
 

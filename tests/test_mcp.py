@@ -250,3 +250,30 @@ def test_global_options_after_mcp(tmp_path: Path) -> None:
     error, counts = asyncio.run(main())
     assert not error and counts["by_namespace"] == {"me": 1}
     assert sorted(p.name for p in tmp_path.glob("*.mind")) == ["after.mind"]
+
+
+@pytest.mark.timeout(120)
+def test_recall_takes_temporal_widen_and_latest(tmp_path: Path) -> None:
+    # The recall tool had no `temporal`; `widen` and `latest` are new options.
+    store = tmp_path / "options.mind"
+
+    async def body(session: ClientSession) -> None:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        schema = tools["recall"].input_schema["properties"]
+        assert {"temporal", "widen", "latest"} <= set(schema)
+        for content in ("Bob lives in Paris; Bob lives well", "Bob lives in Rome"):
+            error, _ = await _call(session, "remember", content=content)
+            assert not error
+        query = "where does bob live now?"
+        error, plain = await _call(session, "recall", query=query, k=2, latest=False)
+        assert not error
+        error, latest = await _call(session, "recall", query=query, k=2, latest=True)
+        assert not error
+        # Both memories are the cluster; the newer one goes first.
+        assert latest["hits"][0]["content"] == "Bob lives in Rome"
+        assert {h["id"] for h in latest["hits"]} == {h["id"] for h in plain["hits"]}
+        for options in ({"temporal": True}, {"widen": True}):
+            error, found = await _call(session, "recall", query="bob in May 2023", **options)
+            assert not error and found["hits"]
+
+    _run(store, body)

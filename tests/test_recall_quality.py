@@ -47,7 +47,7 @@ def test_rerank_alpha_applies_to_hybrid_and_text(hashed: embedmind.Store, mode: 
     assert result.hits and all(hit.score == hit.score for hit in result.hits)
 
 
-WORDS = ["bob", "job", "carpenter", "dog", "bank", "work", "tall", "hiking", "tea", "rex"]
+WORDS = ["bob", "job", "carpenter", "dog", "bank", "work", "tall", "hiking", "tea", "rex", "now"]
 
 
 @st.composite
@@ -68,6 +68,8 @@ def prefix_cases(draw: st.DrawFn) -> dict[str, Any]:
         "query": " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3))),
         "mode": mode,
         "recency": draw(st.booleans()),
+        "widen": draw(st.booleans()),
+        "latest": draw(st.booleans()),
         "rerank_alpha": draw(st.sampled_from(alphas)),
         "where": draw(st.sampled_from([None, {"group": "a"}])),
         "ks": ks,
@@ -86,7 +88,8 @@ def test_a_smaller_k_is_a_prefix_of_a_larger_one(case: dict[str, Any]) -> None:
             ]
         )
         admitted = sum(case["where"] is None or g == "a" for g in case["groups"])
-        options = {key: case[key] for key in ("mode", "recency", "rerank_alpha", "where")}
+        keys = ("mode", "recency", "widen", "latest", "rerank_alpha", "where")
+        options = {key: case[key] for key in keys}
         answers = [store.recall(case["query"], k=k, **options) for k in case["ks"]]
     longest = answers[-1]
     for k, answer in zip(case["ks"], answers, strict=True):

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import embedmind
-from embedmind import store_writes
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.embedders.protocol import Vectors
+from embedmind.engine import commit as commit_path
 from embedmind.policies import FragmentPolicy
 
 reembed_module = importlib.import_module("embedmind.reembed")
@@ -94,7 +94,7 @@ def _fragment_store(
         pytest.MonkeyPatch.context() as patch,
         embedmind.Store.open(path, embedder=embedder, fragment_policy=policy) as store,
     ):
-        patch.setattr(store_writes, "SAVE_INDEX_AFTER", 1)  # every fragment write saves the file
+        patch.setattr(commit_path, "SAVE_INDEX_AFTER", 1)  # every fragment write saves the file
         for r in range(records):
             texts = [FRAGMENT_TEXTS[(r + j) % len(FRAGMENT_TEXTS)] + f" r{r}" for j in range(3)]
             content = ". ".join(texts)

@@ -72,7 +72,7 @@ def test_opening_a_version_4_file_adds_the_index(tmp_path: Path) -> None:
     conn.execute("PRAGMA user_version = 4")
     conn.close()
     with embedmind.Store.open(path, embedder=None) as store:
-        assert store.stats().schema_version == 5
+        assert store.stats().schema_version == migrations.LATEST
         with store._db.read() as conn:
             names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert "memories_by_session" in names

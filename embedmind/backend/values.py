@@ -2,8 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Literal
+
+from embedmind.errors import StorageError
+
+Synchronous = Literal["FULL", "NORMAL"]
+"""The durability levels a store opens with (``synchronous=`` of :meth:`embedmind.Store.open`)."""
+
+EXPORT_COLUMNS = (
+    "key", "id", "namespace", "content", "metadata", "tags", "tier", "level", "agent",
+    "session_id", "created_at", "updated_at", "valid_from", "valid_to", "expires_at",
+    "superseded_by", "confidence", "access_count", "last_accessed_at", "fingerprint",
+    "contradicted_by", "prior_confidence",
+)  # fmt: skip
+"""The fields of each row ``Records.export_page`` returns (an export line's memory fields)."""
+
+CHECKPOINT_TIMEOUT = 5.0
+"""Default bound, in seconds, of the wait of a truncating checkpoint (redact, vacuum)."""
 
 
 @dataclass(frozen=True)
@@ -104,3 +122,14 @@ class OpenOptions:
     location: str
     synchronous: str = "FULL"
     busy_timeout: float = 10.0
+
+
+def check_blobs(blobs: Sequence[bytes], dims: int) -> None:
+    """Check that every stored vector blob holds exactly ``dims`` float32 values.
+
+    Raises:
+        StorageError: When one does not (a damaged row: the engine never writes one),
+            instead of numpy's ValueError from a reshape far away.
+    """
+    if any(len(blob) != 4 * dims for blob in blobs):
+        raise StorageError(f"a stored vector is not {dims} float32 values: the store is damaged")

@@ -9,7 +9,8 @@ and the writes are timed apart); every question is then asked through
 included), beside the fusion recall used before (:data:`BEFORE`, depth ``2k``
 and RRF 60, rebuilt from the same store's text and vector lists), beside a
 second store holding the same turns with session context on
-(:mod:`.locomo_context`: ``text+context``, ``hybrid+context``), and
+(:mod:`.locomo_context`: ``text+context``, ``hybrid+context``, and the
+query-side options ``hybrid+context+widen`` and ``hybrid+context+latest``), and
 round-robin with three anchors over the same turns and vectors:
 bm25s, exact cosine, and their RRF (:mod:`.locomo_anchors`). Figures:
 recall@5/10 and hit@5/10 overall and per category, p50/p95 per method.
@@ -64,7 +65,13 @@ PAIRS = (
     ("hybrid", BEFORE),
     ("hybrid+context", "hybrid"),
     ("hybrid+context", BEFORE),
+    ("hybrid+context+widen", "hybrid+context"),
+    ("hybrid+context+latest", "hybrid+context"),
 )
+QUERY_SIDE = {"widen": {"widen": True}, "latest": {"latest": True}}
+"""The episodic seed's query-side options, asked of the context store as extra rows
+(``recall(widen=True)``, ``recall(latest=True)``; :mod:`.locomo_query_side` has
+them per category with standard errors and leave-one-conversation-out)."""
 
 
 @dataclass
@@ -124,10 +131,10 @@ def _searchers(
 ) -> dict[str, Searcher]:
     """One searcher per method: embedmind's three modes, then the anchors."""
 
-    def mode_searcher(mode: str, asked: Store = store) -> Searcher:
+    def mode_searcher(mode: str, asked: Store = store, **options: Any) -> Searcher:
         def search(i: int) -> list[Any]:
             q = questions[i]
-            return asked.recall(q.text, k=max(KS), namespace=q.namespace, mode=mode).ids
+            return asked.recall(q.text, k=max(KS), namespace=q.namespace, mode=mode, **options).ids
 
         return search
 
@@ -136,6 +143,8 @@ def _searchers(
     if context is not None:
         for mode in ("text", "hybrid"):
             found[f"{mode}+context"] = mode_searcher(mode, context)
+        for name, extra in QUERY_SIDE.items():
+            found[f"hybrid+context+{name}"] = mode_searcher("hybrid", context, **extra)
     if not options.anchors:
         return found
     qvecs = {q.text: np.asarray(embedder.embed_query(q.text), np.float32) for q in questions}
@@ -214,6 +223,10 @@ def _ratios(methods: dict[str, Any]) -> dict[str, float | None]:
     p50 = {name: m["latency"]["p50_ms"] for name, m in methods.items()}
     out["p50.hybrid/text"] = metrics.ratio(p50.get("hybrid"), p50.get("text"))
     out["p50.hybrid+context/hybrid"] = metrics.ratio(p50.get("hybrid+context"), p50.get("hybrid"))
+    for name in QUERY_SIDE:
+        out[f"p50.hybrid+context+{name}/hybrid+context"] = metrics.ratio(
+            p50.get(f"hybrid+context+{name}"), p50.get("hybrid+context")
+        )
     return out
 
 

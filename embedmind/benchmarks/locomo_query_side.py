@@ -37,15 +37,9 @@ import numpy as np
 
 from embedmind import latest_value
 from embedmind.backend.sqlite.lexical import widening
-from embedmind.benchmarks.locomo_data import (
-    CATEGORIES,
-    Question,
-    data_path,
-    hit_at_k,
-    load,
-    recall_at_k,
-)
+from embedmind.benchmarks.locomo_data import CATEGORIES, Question, data_path, load
 from embedmind.benchmarks.locomo_tuning import ingest
+from embedmind.benchmarks.metrics import hit_at_k, recall_at_k
 from embedmind.store import Store
 
 WIDEN_GRID = ((1, 10), (2, 5), (2, 10), (2, 20), (3, 10))

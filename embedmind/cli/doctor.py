@@ -18,9 +18,8 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-import apsw
-
 from embedmind import plugins, verification
+from embedmind.backend.sqlite.connection import sqlite_version
 from embedmind.embedders.cache import cache_dir
 from embedmind.errors import EmbedmindError
 from embedmind.verification import VerifyReport
@@ -51,7 +50,7 @@ def environment() -> tuple[list[tuple[str, str]], list[str]]:
     problems: list[str] = []
     facts = [("python", f"{platform.python_version()} ({platform.machine()})")]
     facts += [(name, _version(name)) for name in PACKAGES]
-    facts.append(("sqlite", f"{apsw.sqlitelibversion()} (bundled by apsw)"))
+    facts.append(("sqlite", f"{sqlite_version()} (bundled by apsw)"))
     registry = plugins.registry()
     facts.append(("embedders", ", ".join(sorted(registry.embedders))))
     facts.append(("chunkers", ", ".join(sorted(registry.chunkers))))

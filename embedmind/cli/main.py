@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from embedmind.cli import bench, demo, doctor, global_options
+from embedmind.cli import aliases, bench, demo, doctor, global_options
 from embedmind.cli.render import describe, jsonable, recall_lines
 from embedmind.embedders.adapt import DEFAULT
 from embedmind.errors import (
@@ -126,6 +126,8 @@ def _recall(store: Store, args: argparse.Namespace, out: Output) -> int:
         where=_json_arg(args.where, "--where"),
         mode=args.mode,
         temporal=args.temporal,
+        widen=args.widen,
+        latest=args.latest,
         explain=args.explain,
     )
     if args.json:
@@ -307,6 +309,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="move memories written near a date the query names up (e.g. 'in May 2023')",
     )
+    recall.add_argument(
+        "--widen",
+        action="store_true",
+        help="also consider memories matching the query's rarest words alone (hybrid mode)",
+    )
+    recall.add_argument(
+        "--latest",
+        action="store_true",
+        help="newest first among the best hits when the query asks for a current value ('now')",
+    )
     recall.set_defaults(run=_recall, existing=True)
 
     for name, run, help_text in (
@@ -363,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_parser.set_defaults(run=_demo, demo_store=":memory:")
     # bench has its own --json PATH and --no-progress: its globals come before it.
     bench.add_parser(subparsers)
+    aliases.add_parser(subparsers, shared)
     return parser
 
 

@@ -222,12 +222,20 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
         as_of: str | None = None,
         expand_related: bool = False,
         recency: bool = False,
+        temporal: bool = False,
+        widen: bool = False,
+        latest: bool = False,
     ) -> dict[str, Any]:
         """Find the memories most relevant to a question (hybrid keyword + semantic search).
 
         `where` filters metadata (e.g. {"topic": "drinks"}, {"year": {"$gte": 2024}});
         `as_of` (ISO 8601) asks what was true at that time; `expand_related`
-        adds linked memories; `recency` prefers newer memories among equals.
+        adds linked memories; `recency` prefers newer memories among equals;
+        `temporal` moves up memories written near a date the question names
+        ("in May 2023", "last week"); `widen` also considers memories that
+        match the question's rarest words alone; `latest` puts the newest of
+        the best-matching memories first when the question asks for a current
+        value ("where does she live now?").
         """
         when = None if as_of is None else dt.datetime.fromisoformat(as_of)
         result = store.recall(
@@ -238,6 +246,9 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
             as_of=when,
             expand_related=expand_related,
             recency=recency,
+            temporal=temporal,
+            widen=widen,
+            latest=latest,
         )
         return hits(result)
 

@@ -37,7 +37,8 @@ def recall_lines(result: Recall, *, explain: bool) -> Iterator[str]:
     """The human lines of a recall.
 
     ``explain`` adds each hit's channel ranks (with the query terms a text hit
-    matched only through session context) and a timings footer.
+    matched only through session context, and the sub-query that widened it
+    in) and a timings footer.
     """
     for note in result.degraded:
         yield f"note: {note}"
@@ -47,6 +48,8 @@ def recall_lines(result: Recall, *, explain: bool) -> Iterator[str]:
             for name, channel in hit.channels.items():
                 via = channel.via_context
                 context = f"  via context: {', '.join(via)}" if via else ""
+                if channel.via_widening:
+                    context += f"  via widening: {', '.join(channel.via_widening)}"
                 yield f"       {name:<8} #{channel.rank:<4} raw {channel.raw:.4f}{context}"
     if not result:
         yield "no memories matched"

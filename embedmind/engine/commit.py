@@ -12,9 +12,9 @@ Inside the transaction, before COMMIT (they roll back with it):
    remember_many, remember_detailed, a supersede, import_jsonl) and ``placed``
    (move, rename_namespace, retier). The evicted ids are recorded as a
    ``Committed("evict", deleted=...)`` and follow the steps below.
-2. **The index saves when due**: the vector index once ``save_after()``
-   changes are unsaved, the fragment index by its own ``save_if_due`` — for
-   every commit, since a delete or a move changes the logs as a write does.
+2. **The index saves when due**: the backend's vector and fragment caches
+   once ``save_after()`` changes are unsaved (``WriteSession.save_caches``) —
+   for every commit, since a delete or a move changes the logs as a write does.
 
 After COMMIT (never on rollback):
 
@@ -52,17 +52,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
-from embedmind.backend.sqlite import lifecycle_rows as lifecycle
-from embedmind.backend.sqlite.backend import SqliteBackend
-from embedmind.backend.sqlite.database import Database
-from embedmind.backend.sqlite.hnsw import VectorIndex
-from embedmind.backend.sqlite.identities import identities
-from embedmind.backend.sqlite.lexical.index import LexicalIndex
-from embedmind.backend.sqlite.session_writes import SqliteWrite
+from embedmind.backend.protocol import Backend, Records, WriteSession
 from embedmind.chunking import Chunker
 from embedmind.embedders.protocol import Embedder
+from embedmind.engine.fragments import fragment_on_write
 from embedmind.events import (
     MemoryDeleted,
     MemoryForgotten,
@@ -70,13 +63,22 @@ from embedmind.events import (
     MemoryUpdated,
     MemoryWritten,
 )
-from embedmind.fragment_writer import FragmentIndex, fragment_on_write
 from embedmind.model import Memory
 from embedmind.plugins import notify_committed
 from embedmind.policies import EvictionPolicy, FragmentPolicy
-from embedmind.writes import delete_keys
 
 logger = logging.getLogger(__name__)
+
+SAVE_INDEX_AFTER = 20_000
+"""Unsaved vector (or fragment) changes at which a commit also saves the index file (else at close).
+
+Read at each commit (:func:`save_index_after`): tests and the power-loss
+recorder lower it to exercise saves."""
+
+
+def save_index_after() -> int:
+    """The current :data:`SAVE_INDEX_AFTER`."""
+    return SAVE_INDEX_AFTER
 
 
 @dataclass(frozen=True)
@@ -117,10 +119,10 @@ class Committed:
 class Transaction:
     """An open write transaction of the commit path: its session and what was recorded."""
 
-    def __init__(self, session: SqliteWrite) -> None:
+    def __init__(self, session: WriteSession) -> None:
         self.session = session
-        self.conn = session.conn
-        """The session's connection, for the SQLite-bound modules that still take one."""
+        self.conn: Any = getattr(session, "conn", None)
+        """The SQLite session's connection, for the modules that still take one (transitional)."""
         self.records: list[Committed] = []
 
     def record(self, committed: Committed) -> None:
@@ -128,15 +130,14 @@ class Transaction:
         self.records.append(committed)
 
 
-def changed(
-    conn: apsw.Connection, keys: Sequence[int], *, live: bool = False
-) -> tuple[Changed, ...]:
+def changed(records: Records, keys: Sequence[int], *, live: bool = False) -> tuple[Changed, ...]:
     """The :class:`Changed` of rows by key, in key order (damaged rows are named, not refused).
 
     With ``live``, tombstones are left out: a move or rename carries them along,
     but they were reported when forgotten and are no memory to report again.
     """
-    return tuple(Changed(*row) for row in identities(conn, keys, live=live).values())
+    found = records.identities(keys, live=live).values()
+    return tuple(Changed(i.id, i.namespace, i.tier) for i in found)
 
 
 @dataclass(frozen=True)
@@ -145,10 +146,6 @@ class Parts:
 
     Attributes:
         backend: The store's backend.
-        db: The store's database.
-        lexical: Its BM25 index (evictions remove postings).
-        vectors: Its vector index (``None``: text only).
-        fragments: Its fragment index.
         embedder: Its embedder (``None``: text only, no fragments).
         metrics: The metrics observer (any object; missing methods are skipped).
         eviction: The cap-cull policy, if any.
@@ -159,11 +156,7 @@ class Parts:
             index file, read at each commit (so tests can lower it).
     """
 
-    backend: SqliteBackend
-    db: Database
-    lexical: LexicalIndex
-    vectors: VectorIndex | None
-    fragments: FragmentIndex
+    backend: Backend
     embedder: Embedder | None
     metrics: Any
     eviction: EvictionPolicy | None
@@ -194,10 +187,11 @@ class CommitPath:
 
     def _before_commit(self, tx: Transaction) -> list[Committed]:
         done = list(tx.records)
-        evicted = self._evict(tx.conn, done)
+        evicted = self._evict(tx.session, done)
         if evicted:
             done.append(Committed("evict", deleted=evicted))
-        self._save_if_due(tx.conn)
+        # Every commit, since a delete or a move changes the logs as a write does.
+        tx.session.save_caches(vector_save_after=self._parts.save_after())
         return done
 
     def _after_commit(self, done: Sequence[Committed]) -> None:
@@ -206,7 +200,7 @@ class CommitPath:
         notify_committed(self._parts.listener_store, [e for c in done for e in events_of(c)])
         self._derive_fragments([m for c in done for m in (*c.written, *c.redacted)])
 
-    def _evict(self, conn: apsw.Connection, done: Sequence[Committed]) -> tuple[str, ...]:
+    def _evict(self, session: WriteSession, done: Sequence[Committed]) -> tuple[str, ...]:
         """Cap-cull: the oldest memories beyond the cap in each group a memory entered."""
         policy = self._parts.eviction
         if policy is None:
@@ -219,19 +213,13 @@ class CommitPath:
         keys = [
             k
             for ns, tier in sorted(groups, key=str)
-            for k in lifecycle.oldest_beyond(conn, ns, tier, policy.max_records)
+            for k in session.lifecycle.oldest_beyond(ns, tier, policy.max_records)
         ]
         if not keys:
             return ()
-        ids = tuple(c.id for c in changed(conn, keys))
-        delete_keys(conn, self._parts.lexical, keys)
+        ids = tuple(c.id for c in changed(session.records, keys))
+        session.records.delete(keys)
         return ids
-
-    def _save_if_due(self, conn: apsw.Connection) -> None:
-        vectors = self._parts.vectors
-        if vectors is not None and vectors.unsaved(conn) >= self._parts.save_after():
-            vectors.save(conn)
-        self._parts.fragments.save_if_due(conn)
 
     def _derive_fragments(self, written: Sequence[Memory]) -> None:
         """Fragment-embed-on-write, best effort: failures are logged, never raised."""
@@ -241,7 +229,9 @@ class CommitPath:
             return
         for memory in written:
             if policy.applies(memory):
-                fragment_on_write(parts.db, parts.fragments, embedder, chunker, policy, memory)
+                fragment_on_write(
+                    parts.backend, parts.save_after, embedder, chunker, policy, memory
+                )
 
 
 def events_of(committed: Committed) -> list[object]:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from embedmind import timestamps
-from embedmind.backend.sqlite import records
+from embedmind.backend.values import EXPORT_COLUMNS
 from embedmind.checks import is_int, no_surrogates
 from embedmind.drafts import Prepared, confidence_value, prepare
 from embedmind.embedders.adapt import normalized
@@ -34,9 +34,7 @@ MEMORY_REQUIRED = (
     "id", "namespace", "content", "tier", "level", "created_at", "updated_at", "valid_from",
     "confidence",
 )  # fmt: skip
-MEMORY_FIELDS = frozenset(
-    {"type", "vectors", "entities", "relations", *records.EXPORT_COLUMNS} - {"key"}
-)
+MEMORY_FIELDS = frozenset({"type", "vectors", "entities", "relations", *EXPORT_COLUMNS} - {"key"})
 LINK_FIELDS = frozenset({"type", "src", "dst", "tiers", "note", "created_at"})
 VECTOR_FIELDS = frozenset({"start", "end", "f32le"})
 TIERS = tuple(t.value for t in Tier)

@@ -49,10 +49,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embedmind
-from embedmind import store_writes
 from embedmind.backend.sqlite import database, fileio, vector_rows
 from embedmind.backend.sqlite import vector_rows as rows
 from embedmind.embedders.hashing import HashingEmbedder
+from embedmind.engine import commit as commit_path
 
 if TYPE_CHECKING:
     from conftest import Figures
@@ -188,7 +188,7 @@ def _index_save_fails() -> Iterator[None]:
         raise OSError(errno.ENOSPC, "No space left on device (injected)")
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(store_writes, "SAVE_INDEX_AFTER", 0)
+        patch.setattr(commit_path, "SAVE_INDEX_AFTER", 0)
         patch.setattr(fileio, "_save_hook", full)
         yield
 
@@ -204,7 +204,7 @@ def _commit_interrupted() -> Iterator[None]:
         real(name)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(store_writes, "SAVE_INDEX_AFTER", 0)
+        patch.setattr(commit_path, "SAVE_INDEX_AFTER", 0)
         patch.setattr(database, "crashpoint", interrupt)
         yield
 

@@ -295,11 +295,11 @@ def recording(rec: Recorder, mutant: str) -> Iterator[None]:
 def record(out: Path, mutant: str = "") -> None:
     """Run the workload on ``out/store/s.mind`` and log it (see the module docstring)."""
     import embedmind
-    from embedmind import store_writes
+    from embedmind.engine import commit as commit_path
 
     # The periodic save (every 20,000 vector changes in production) after 40 here,
     # so it happens inside a remember_many batch like it does on a big store.
-    store_writes.SAVE_INDEX_AFTER = 40
+    commit_path.SAVE_INDEX_AFTER = 40
     rec = Recorder(out)
     path = os.path.join(rec.dir, STORE_NAME)
     first, second = embedders().values()

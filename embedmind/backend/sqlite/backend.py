@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from embedmind.backend.sqlite import vector_rows
+from embedmind.backend.sqlite import fileio, vector_rows
 from embedmind.backend.sqlite.database import Database, normalize_path
 from embedmind.backend.sqlite.hnsw import VectorIndex
 from embedmind.backend.sqlite.lexical.index import LexicalIndex
@@ -98,15 +98,62 @@ class SqliteBackend:
         """Bytes of the file and its WAL."""
         return self.database.file_bytes()
 
-    def save_vector_cache(self) -> None:
-        """Save the memory-vector index file if it moved on (at close: a cache, never fatal)."""
-        if self.vectors is None or self.vectors.file_path is None:
+    def save_vector_cache(self, *, rebuild: bool = False) -> None:
+        """Save the memory-vector index file if it moved on; never raises (it is a cache).
+
+        With ``rebuild`` (vacuum), rebuild it from the stored vectors first and
+        always write. A failure (the writer lock busy, the file not written) is
+        logged: the next open replays the log or rebuilds.
+        """
+        if self.vectors is None or (self.vectors.file_path is None and not rebuild):
             return
         try:
             with self.database.write() as conn:
-                self.vectors.save(conn)
+                if rebuild:
+                    self.vectors.rebuild(conn)
+                self.vectors.save(conn, force=rebuild)
         except (StorageError, OSError) as e:  # the next open rebuilds it
             logger.warning("could not save the vector index of %s: %s", self.path, e)
+
+    def save_fragment_cache(self, *, rebuild: bool = False) -> bool:
+        """Save the fragment index file when it lags; whether a file was written.
+
+        Runs in its own write transaction, so a failure cannot undo the memory
+        index's save. Nothing is written for a store that never held a fragment,
+        nor when the registered file already reflects the log and this process
+        did not have to rebuild it (a process that never queried fragments and
+        wrote none takes no write lock). With ``rebuild`` (vacuum) it is rebuilt
+        from the stored vectors first and always written.
+
+        Raises:
+            StorageError: When the file cannot be written or registered; the
+                previous file and its registry entry stay as they were.
+        """
+        index = self.fragment_vectors
+        if index is None or index.file_path is None:
+            return False
+        with self.database.read() as conn:
+            if vector_rows.last_seq(conn, vector_rows.FRAGMENTS) == 0:
+                return False  # never held a fragment: no file to keep
+            if not rebuild and not index.unsaved(conn) and not index.rebuilt_unsaved:
+                return False
+        with self.database.write() as conn:
+            if rebuild:
+                index.rebuild(conn)
+            return index.save(conn, force=rebuild)
+
+    def remove_cache_files(self) -> None:
+        """Delete the vector cache files beside the store (once ``forget_caches`` committed)."""
+        if self.database.path == ":memory:":
+            return
+        for suffix in ("-vectors", "-fragments"):
+            sibling = self.database.sibling(suffix)
+            if sibling is not None:
+                fileio.remove_quietly(sibling)
+
+    def clear_caches(self) -> None:
+        """Drop per-process caches of derived text (after a redaction or a vacuum)."""
+        self.lexical.clear_cache()
 
     def close(self) -> None:
         """Release the file, its lock and connections (the caller saved the caches)."""

@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import Any, Literal
+from typing import Any
 
 import apsw
 
@@ -23,9 +23,9 @@ from embedmind.backend.sqlite.where_sql import (
     lower,
     raise_type_error,
 )
+from embedmind.backend.values import Synchronous
 from embedmind.errors import StorageError, StoreClosedError
 
-Synchronous = Literal["FULL", "NORMAL"]
 MEMORY_PATH = ":memory:"
 FORK_MESSAGE = (
     "store {path!r} was opened before fork(); SQLite connections cannot cross fork(), "
@@ -201,3 +201,8 @@ def fetch_one(conn: apsw.Connection, sql: str, params: Any = ()) -> tuple[Any, .
     if row is None:  # pragma: no cover - only a damaged schema gets here
         raise StorageError(f"expected a row from: {sql}")
     return tuple(row)
+
+
+def sqlite_version() -> str:
+    """The SQLite library this backend runs on (bundled by apsw), for ``embedmind doctor``."""
+    return str(apsw.sqlitelibversion())

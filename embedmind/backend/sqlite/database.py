@@ -30,14 +30,10 @@ from contextlib import contextmanager, suppress
 import apsw
 
 from embedmind.backend.sqlite import fileio, migrations
-from embedmind.backend.sqlite.connection import (
-    MEMORY_PATH,
-    ConnectionManager,
-    Synchronous,
-    fetch_one,
-)
+from embedmind.backend.sqlite.connection import MEMORY_PATH, ConnectionManager, fetch_one
 from embedmind.backend.sqlite.crashpoints import crashpoint
 from embedmind.backend.sqlite.locking import WriterLock
+from embedmind.backend.values import CHECKPOINT_TIMEOUT, Synchronous
 from embedmind.checks import finite_number
 from embedmind.errors import InvalidInputError, StorageError, StoreBusyError
 
@@ -50,8 +46,6 @@ WAL_RESET_WAIT_MS = 200
 WAL_RETRY_BYTES = 4 * 1024 * 1024
 """After a reset that readers outlasted, the WAL growth before the next attempt."""
 
-CHECKPOINT_TIMEOUT = 5.0
-"""Default bound, in seconds, of the wait of a truncating checkpoint (redact, vacuum)."""
 CHECKPOINT_ATTEMPT_MS = 100
 """How long one checkpoint attempt holds the writer lock waiting for readers."""
 CHECKPOINT_PAUSE = 0.05

@@ -24,8 +24,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.backend.sqlite import fileio
-from embedmind.backend.sqlite import vector_rows as store
+from embedmind.backend.sqlite import fileio, vector_rows
 from embedmind.errors import StorageError
 
 if TYPE_CHECKING:
@@ -78,7 +77,7 @@ class VectorIndex:
         file_path: str | None,
         dims: int,
         dtype: str = "f16",
-        space: store.Space = store.MEMORY,
+        space: vector_rows.Space = vector_rows.MEMORY,
     ) -> None:
         self.file_path = file_path
         self.space = space
@@ -100,7 +99,7 @@ class VectorIndex:
         """Monotonic time before which a save is not attempted again (after one failed)."""
         self.rebuilt = 0
         """How many times this process rebuilt the index from SQLite (diagnostics)."""
-        self._provisional: store.IndexFile | None = None
+        self._provisional: vector_rows.IndexFile | None = None
         """The registry entry :meth:`save` wrote inside a transaction not yet known committed.
 
         ``save`` runs inside the caller's write transaction, so its ``sync``
@@ -128,13 +127,13 @@ class VectorIndex:
         """Bring the in-memory index up to the committed state ``conn`` sees."""
         with self._lock:
             self._drop_if_rolled_back(conn)
-            last = store.last_seq(conn, self.space)
+            last = vector_rows.last_seq(conn, self.space)
             if self._index is None:
                 self._open(conn)
                 return
             if last == self._applied:
                 return
-            first = store.first_seq(conn, self.space)
+            first = vector_rows.first_seq(conn, self.space)
             if first is None or first > self._applied + 1:
                 self._open(conn)  # the log was trimmed past what we applied
                 return
@@ -144,7 +143,7 @@ class VectorIndex:
         """Discard the index when the transaction of the last in-transaction save rolled back."""
         if self._provisional is None:
             return
-        if store.index_file(conn, self.space.index_name) != self._provisional:
+        if vector_rows.index_file(conn, self.space.index_name) != self._provisional:
             # Rolled back (or replaced since by another process's save: a
             # needless but harmless reload). Reload from the committed state.
             self._index, self._provisional = None, None
@@ -154,7 +153,7 @@ class VectorIndex:
             self._provisional = None
 
     def _open(self, conn: apsw.Connection) -> None:
-        entry = store.index_file(conn, self.space.index_name)
+        entry = vector_rows.index_file(conn, self.space.index_name)
         if self.file_path is not None and entry is not None:
             data = fileio.read_verified(self.file_path, entry.size, entry.checksum)
             if data is not None:
@@ -184,10 +183,12 @@ class VectorIndex:
 
     def _rebuild(self, conn: apsw.Connection) -> None:
         index = self._new()
-        applied = store.last_seq(conn, self.space)
+        applied = vector_rows.last_seq(conn, self.space)
         after = 0
         while True:
-            vec_keys, _, vectors = store.load_all(conn, self.dims, after, _REBUILD_PAGE, self.space)
+            vec_keys, _, vectors = vector_rows.load_all(
+                conn, self.dims, after, _REBUILD_PAGE, self.space
+            )
             if not len(vec_keys):
                 break
             index.add(vec_keys.astype(np.uint64), vectors)
@@ -200,7 +201,7 @@ class VectorIndex:
         assert self._index is not None  # callers load the index first
         final: dict[int, int] = {}
         last = since
-        for seq, vec_key, added in store.changes_since(conn, since, self.space):
+        for seq, vec_key, added in vector_rows.changes_since(conn, since, self.space):
             final[vec_key] = added
             last = seq
         removed = [k for k, added in final.items() if not added and k in self._index]
@@ -208,10 +209,10 @@ class VectorIndex:
             self._index.remove(key)
         wanted = [k for k, added in final.items() if added and k not in self._index]
         if wanted:
-            vec_keys, _, vectors = store.load(conn, wanted, self.dims, self.space)
+            vec_keys, _, vectors = vector_rows.load(conn, wanted, self.dims, self.space)
             if len(vec_keys):
                 self._index.add(vec_keys.astype(np.uint64), vectors)
-        self._applied = max(last, store.last_seq(conn, self.space))
+        self._applied = max(last, vector_rows.last_seq(conn, self.space))
 
     def search(
         self, query: npt.NDArray[np.float32], count: int, ef: int
@@ -252,7 +253,7 @@ class VectorIndex:
                 index = self._index
                 if index is None:
                     return False
-                entry = store.index_file(conn, self.space.index_name)
+                entry = vector_rows.index_file(conn, self.space.index_name)
                 current = entry is not None and entry.seq == self._applied
                 if current and self._from_file and not force:
                     return False
@@ -260,9 +261,9 @@ class VectorIndex:
                 if saved is None:
                     return False
                 size, checksum = saved
-                written = store.IndexFile(self._applied, checksum, size)
-                store.record_index_file(conn, self.space.index_name, written)
-                store.trim_log(conn, self._applied, self.space)
+                written = vector_rows.IndexFile(self._applied, checksum, size)
+                vector_rows.record_index_file(conn, self.space.index_name, written)
+                vector_rows.trim_log(conn, self._applied, self.space)
             except BaseException:
                 # The caller's transaction rolls back, taking with it the
                 # vectors this sync applied: drop the index, the next sync reloads.
@@ -296,8 +297,8 @@ class VectorIndex:
 
     def unsaved(self, conn: apsw.Connection) -> int:
         """How many log entries the registered file does not reflect yet."""
-        entry = store.index_file(conn, self.space.index_name)
-        return store.last_seq(conn, self.space) - (0 if entry is None else entry.seq)
+        entry = vector_rows.index_file(conn, self.space.index_name)
+        return vector_rows.last_seq(conn, self.space) - (0 if entry is None else entry.seq)
 
     @property
     def rebuilt_unsaved(self) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import apsw
 
-from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite import session_rows
 from embedmind.backend.sqlite.crashpoints import crashpoint
 from embedmind.errors import SchemaVersionError
 
@@ -225,7 +225,7 @@ def _new_store_settings(conn: apsw.Connection) -> None:
     0.731 (``docs/benchmarks.md``). A store created by an earlier release has
     no such row, and stays as it was (off) until ``Store.open`` is asked.
     """
-    sessions.set_enabled(conn, True)
+    session_rows.set_enabled(conn, True)
 
 
 MIGRATIONS: tuple[Migration, ...] = (

@@ -15,6 +15,7 @@ import apsw
 
 from embedmind.backend.sqlite import integrity
 from embedmind.backend.sqlite.connection import fetch_one
+from embedmind.backend.values import EXPORT_COLUMNS
 from embedmind.drafts import Prepared, decode_metadata
 from embedmind.errors import DamagedRecordError
 from embedmind.model import Level, Memory, Tier
@@ -123,31 +124,6 @@ def insert_many(conn: apsw.Connection, batch: Sequence[Prepared]) -> list[int]:
     if tags:
         conn.executemany("INSERT INTO memory_tags (tag, key) VALUES (?, ?)", tags)
     return keys
-
-
-def from_prepared(p: Prepared) -> Memory:
-    """The :class:`Memory` a fresh insert of ``p`` stores, without reading it back."""
-    return Memory(
-        id=p.id,
-        namespace=p.namespace,
-        content=p.content,
-        metadata=decode_metadata(p.metadata_json),
-        tags=p.tags,
-        tier=Tier(p.tier),
-        level=Level(p.level),
-        agent=p.agent,
-        session_id=p.session_id,
-        created_at=from_micros(p.created_at),
-        updated_at=from_micros(p.updated_at),
-        valid_from=from_micros(p.valid_from),
-        valid_to=optional_from_micros(p.valid_to),
-        expires_at=optional_from_micros(p.expires_at),
-        superseded_by=None,
-        confidence=p.confidence,
-        access_count=0,
-        last_accessed_at=None,
-        fingerprint=p.fingerprint,
-    )
 
 
 def replace(conn: apsw.Connection, key: int, p: Prepared, created_at: int) -> None:
@@ -421,12 +397,6 @@ def forgotten_keys(conn: apsw.Connection) -> list[int]:
     ]
 
 
-EXPORT_COLUMNS = (
-    "key", "id", "namespace", "content", "metadata", "tags", "tier", "level", "agent",
-    "session_id", "created_at", "updated_at", "valid_from", "valid_to", "expires_at",
-    "superseded_by", "confidence", "access_count", "last_accessed_at", "fingerprint",
-    "contradicted_by", "prior_confidence",
-)  # fmt: skip
 _RESTORED = (
     "updated_at", "superseded_by", "access_count", "last_accessed_at", "contradicted_by",
     "prior_confidence", "valid_to",

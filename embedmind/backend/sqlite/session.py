@@ -12,12 +12,13 @@ are searched through :mod:`~embedmind.backend.sqlite.vector_search`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
 
 from embedmind.backend.sqlite import (
+    alias_rows,
     fragment_rows,
     graph_rows,
     lifecycle_rows,
@@ -30,6 +31,7 @@ from embedmind.backend.sqlite.identities import identities
 from embedmind.backend.sqlite.lexical.channel import text_channel, widened_channel
 from embedmind.backend.sqlite.lexical.context import context_terms
 from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.backend.sqlite.missing_vectors import MissingVectors
 from embedmind.backend.sqlite.selection_sql import Condition, compile_selection
 from embedmind.backend.values import Edge, Identity, Link, RowRef, Space, VectorHit
 from embedmind.model import Memory
@@ -45,6 +47,8 @@ class Parts:
     lexical: LexicalIndex
     vectors: Any  # HnswIndex | None
     fragment_vectors: Any  # HnswIndex | None
+    missing: MissingVectors = field(default_factory=MissingVectors)
+    """The per-store cache of live memories without a vector."""
 
 
 class _Facet:
@@ -171,6 +175,20 @@ class SqliteChannels(_Facet):
     def lexical_terms(self, key: int, content: str, query: str) -> tuple[str, ...]:
         return context_terms(self.conn, key, content, query)
 
+    def text_statistics(self) -> tuple[int, int]:
+        return self.parts.lexical.statistics(self.conn)
+
+    def missing_vectors(self) -> tuple[int, ...]:
+        return self.parts.missing.live_keys(self.conn)
+
+    def missing_vector_count(self) -> int:
+        return vector_rows.missing_count(self.conn)
+
+    def missing_contents(
+        self, after: int = 0, limit: int = -1, keys: Sequence[int] | None = None
+    ) -> list[tuple[int, str]]:
+        return vector_rows.missing_contents(self.conn, after, limit, keys)
+
 
 class SqliteGraph(_Facet):
     """:class:`~embedmind.backend.protocol.Graph` over SQLite."""
@@ -209,12 +227,23 @@ class SqliteFragments(_Facet):
     def texts_of(self, key: int) -> list[tuple[int, int, str | None]]:
         return fragment_rows.texts_of(self.conn, key)
 
+    def texts_after(
+        self, after: int, limit: int
+    ) -> list[tuple[int, list[tuple[int, int, str | None]]]]:
+        return fragment_rows.texts_after(self.conn, after, limit)
+
+    def given_as_vectors(self) -> tuple[int, int, list[str]]:
+        return fragment_rows.given_as_vectors(self.conn)
+
 
 class SqliteLifecycle(_Facet):
     """:class:`~embedmind.backend.protocol.Lifecycle` over SQLite."""
 
     def expired(self, now: int, limit: int) -> list[tuple[int, str, str]]:
         return lifecycle_rows.expired(self.conn, now, limit)
+
+    def still_expired(self, key: int, now: int) -> bool:
+        return lifecycle_rows.still_expired(self.conn, key, now)
 
     def namespace_activity(self) -> list[tuple[str, int, int]]:
         return lifecycle_rows.namespace_activity(self.conn)
@@ -248,6 +277,19 @@ class SqliteSessions(_Facet):
     def context_enabled(self) -> bool:
         return session_rows.enabled(self.conn)
 
+    def session_ids(self, keys: Sequence[int]) -> dict[int, str]:
+        return {k: p.session_id for k, p in session_rows.places(self.conn, keys).items()}
+
+
+class SqliteAliases(_Facet):
+    """:class:`~embedmind.backend.protocol.Aliases` over SQLite."""
+
+    def rows(self) -> list[tuple[str, str]]:
+        return alias_rows.rows(self.conn)
+
+    def pending_count(self) -> int:
+        return alias_rows.pending_count(self.conn)
+
 
 class SqliteRead:
     """A read snapshot (:class:`~embedmind.backend.protocol.ReadSession`)."""
@@ -263,3 +305,4 @@ class SqliteRead:
         self.lifecycle = SqliteLifecycle(conn, parts)
         self.meta = SqliteMeta(conn, parts)
         self.sessions = SqliteSessions(conn, parts)
+        self.aliases = SqliteAliases(conn, parts)

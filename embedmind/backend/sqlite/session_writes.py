@@ -13,6 +13,7 @@ from typing import Any
 import apsw
 
 from embedmind.backend.sqlite import (
+    alias_rows,
     fragment_rows,
     graph_rows,
     lifecycle_rows,
@@ -23,6 +24,7 @@ from embedmind.backend.sqlite import (
 from embedmind.backend.sqlite.session import (
     _SPACES,
     Parts,
+    SqliteAliases,
     SqliteFragments,
     SqliteGraph,
     SqliteLifecycle,
@@ -144,6 +146,10 @@ class SqliteFragmentWrites(SqliteFragments):
 class SqliteLifecycleWrites(SqliteLifecycle):
     """:class:`~embedmind.backend.protocol.LifecycleWrites` over SQLite."""
 
+    def __init__(self, conn: apsw.Connection, parts: Parts, version: _Versioned) -> None:
+        super().__init__(conn, parts)
+        self.version = version
+
     def reinforce(self, keys: Sequence[int], now: int, new_expiry: int | None) -> int:
         return lifecycle_rows.reinforce(self.conn, keys, now, new_expiry)
 
@@ -151,7 +157,22 @@ class SqliteLifecycleWrites(SqliteLifecycle):
         lifecycle_rows.retier(self.conn, key, tier, expires_at, now)
 
     def move(self, keys: Sequence[int], namespace: str, now: int) -> int:
-        return lifecycle_rows.move(self.conn, keys, namespace, now)
+        # A dialog is a (namespace, session_id): a memory that changes namespace
+        # leaves its neighbours in the old one and gains new ones, so with
+        # session context its postings and theirs are taken out before the move
+        # and put back after it.
+        leaving = [
+            key
+            for key, place in session_rows.places(self.conn, keys).items()
+            if place.namespace != namespace
+        ]
+        if not leaving or not session_rows.enabled(self.conn):
+            return lifecycle_rows.move(self.conn, keys, namespace, now)
+        lexical, version = self.parts.lexical, self.version.get()
+        detached = lexical.detach(self.conn, leaving, version)
+        moved = lifecycle_rows.move(self.conn, keys, namespace, now)
+        lexical.attach(self.conn, detached, version)
+        return moved
 
     def put_link(
         self, src: str, dst: str, tiers: Sequence[str] | None, note: str, created: int
@@ -187,6 +208,31 @@ class SqliteSessionWrites(SqliteSessions):
             self.parts.lexical.rebuild(self.conn, self.version.get(), session_context=on)
 
 
+class SqliteAliasWrites(SqliteAliases):
+    """:class:`~embedmind.backend.protocol.AliasWrites` over SQLite."""
+
+    def __init__(self, conn: apsw.Connection, parts: Parts, version: _Versioned) -> None:
+        super().__init__(conn, parts)
+        self.version = version
+
+    def put(self, entries: Sequence[tuple[str, str]]) -> None:
+        alias_rows.put(self.conn, entries)
+
+    def delete(self, keys: Sequence[str]) -> None:
+        alias_rows.delete(self.conn, keys)
+
+    def mark_holding(self, key_terms: Sequence[str]) -> None:
+        alias_rows.add_pending(self.conn, sorted(self.parts.lexical.holding(self.conn, key_terms)))
+
+    def pending(self, limit: int) -> list[int]:
+        return alias_rows.pending(self.conn, limit)
+
+    def reindex(self, keys: Sequence[int]) -> int:
+        done = self.parts.lexical.reindex(self.conn, keys, self.version.get())
+        alias_rows.done(self.conn, keys)
+        return done
+
+
 class SqliteWrite(SqliteRead):
     """One write transaction (:class:`~embedmind.backend.protocol.WriteSession`)."""
 
@@ -196,9 +242,13 @@ class SqliteWrite(SqliteRead):
         self.records: SqliteRecordWrites = SqliteRecordWrites(conn, parts, version)
         self.graph: SqliteGraphWrites = SqliteGraphWrites(conn, parts)
         self.fragments: SqliteFragmentWrites = SqliteFragmentWrites(conn, parts)
-        self.lifecycle: SqliteLifecycleWrites = SqliteLifecycleWrites(conn, parts)
+        self.lifecycle: SqliteLifecycleWrites = SqliteLifecycleWrites(conn, parts, version)
         self.meta: SqliteMetaWrites = SqliteMetaWrites(conn, parts)
         self.sessions: SqliteSessionWrites = SqliteSessionWrites(conn, parts, version)
+        self.aliases: SqliteAliasWrites = SqliteAliasWrites(conn, parts, version)
+
+    def forget_caches(self) -> None:
+        vector_rows.forget_index_files(self.conn)
 
     def save_caches(self, *, vector_save_after: int) -> None:
         vectors = self.parts.vectors

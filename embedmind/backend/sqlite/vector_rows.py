@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from embedmind.backend.sqlite.connection import fetch_one
-from embedmind.errors import StorageError
+from embedmind.backend.values import check_blobs
 
 
 @dataclass(frozen=True)
@@ -178,17 +178,6 @@ def _arrays(
     data = b"".join(r[2] for r in rows)  # type: ignore[misc]
     vectors = np.frombuffer(data, dtype="<f4").astype(np.float32).reshape(len(rows), dims)
     return vec_keys, keys, vectors
-
-
-def check_blobs(blobs: Sequence[bytes], dims: int) -> None:
-    """Check that every blob holds exactly ``dims`` float32 values.
-
-    Raises:
-        StorageError: When one does not (a damaged row: the engine never writes one),
-            instead of numpy's ValueError from a reshape far away.
-    """
-    if any(len(blob) != 4 * dims for blob in blobs):
-        raise StorageError(f"a stored vector is not {dims} float32 values: the store is damaged")
 
 
 def count(conn: apsw.Connection, space: Space = MEMORY) -> int:

@@ -32,7 +32,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.backend.sqlite import vector_rows as store
+from embedmind.backend.sqlite import vector_rows
 from embedmind.backend.sqlite.hnsw import VectorIndex, default_ef
 from embedmind.backend.sqlite.vector_rows import MEMORY, Space
 
@@ -50,7 +50,7 @@ the ``k``-th cannot overtake it, nor a hit of its own record, once both are exac
 """
 
 
-Hit = tuple[int, int, float]
+Found = tuple[int, int, float]
 """``(vec_key, record key, cosine)``."""
 
 
@@ -77,7 +77,7 @@ def nearest_capped(
     space: Space = MEMORY,
     ef: int | None = None,
     rescore: bool = False,
-) -> list[Hit]:
+) -> list[Found]:
     """The ``k`` best admitted vectors, at most ``cap`` per record, best first.
 
     The cap is applied while selecting, before the top-``k`` cut, so one
@@ -93,7 +93,9 @@ def nearest_capped(
     pool = max(4 * k, 32)
     while True:
         vec_keys, sims = index.search(query, pool, breadth)
-        owners = store.admitted_owners(conn, vec_keys.tolist(), condition[0], condition[1], space)
+        owners = vector_rows.admitted_owners(
+            conn, vec_keys.tolist(), condition[0], condition[1], space
+        )
         admitted = len(owners) / max(1, len(vec_keys))
         # Unfiltered, k suffice; filtered, ask for a margin so the k-th hit
         # sits well inside the pool, where the graph search is reliable.
@@ -114,10 +116,10 @@ def nearest_capped(
         pool = min(size, max(pool * 4, int(4 * k / max(admitted, 1e-9))))
 
 
-def select(ordered: Iterable[Hit], k: int, cap: int | None) -> list[Hit]:
+def select(ordered: Iterable[Found], k: int, cap: int | None) -> list[Found]:
     """The first ``k`` of ``ordered`` (best first) with at most ``cap`` per record."""
     taken: Counter[int] = Counter()
-    out: list[Hit] = []
+    out: list[Found] = []
     for hit in ordered:
         if cap is not None and taken[hit[1]] >= cap:
             continue
@@ -136,9 +138,9 @@ def exact(
     k: int,
     cap: int | None,
     space: Space = MEMORY,
-) -> list[Hit]:
+) -> list[Found]:
     """Score every admitted vector exactly, then select with the cap."""
-    vec_keys, keys, vectors = store.of_memories(conn, condition[0], condition[1], dims, space)
+    vec_keys, keys, vectors = vector_rows.of_memories(conn, condition[0], condition[1], dims, space)
     if not len(vec_keys):
         return []
     sims = cosines(vectors, query)
@@ -151,11 +153,11 @@ def rescored(
     conn: apsw.Connection,
     dims: int,
     query: npt.NDArray[np.float32],
-    ordered: Sequence[Hit],
+    ordered: Sequence[Found],
     k: int,
     cap: int | None,
     space: Space = MEMORY,
-) -> list[Hit]:
+) -> list[Found]:
     """The best ``k`` of ``ordered`` (graph cosines, best first) under the cap, scored exactly.
 
     Only the candidates that could make the top ``k`` once exact are read
@@ -168,7 +170,7 @@ def rescored(
         return []
     floor = top[-1][2] - RESCORE_MARGIN
     near = list(itertools.takewhile(lambda h: h[2] >= floor, ordered))
-    vec_keys, _, vectors = store.load(conn, [v for v, _, _ in near], dims, space)
+    vec_keys, _, vectors = vector_rows.load(conn, [v for v, _, _ in near], dims, space)
     sims = dict(zip(vec_keys.tolist(), cosines(vectors, query).tolist(), strict=True))
     scored = [(v, key, sims[v]) for v, key, _ in near if v in sims]
     return select(sorted(scored, key=lambda h: -h[2]), k, cap)
@@ -190,7 +192,7 @@ def cosines_of(
     conn: apsw.Connection, dims: int, query: npt.NDArray[np.float32], keys: Sequence[int]
 ) -> dict[int, float]:
     """Best-chunk cosine of each given memory to ``query`` (memories without vectors omitted)."""
-    _, owners, vectors = store.of_keys(conn, keys, dims)
+    _, owners, vectors = vector_rows.of_keys(conn, keys, dims)
     best: dict[int, float] = {}
     for key, sim in zip(owners.tolist(), cosines(vectors, query).tolist(), strict=True):
         best[key] = max(sim, best.get(key, -1.0))

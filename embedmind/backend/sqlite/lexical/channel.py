@@ -14,18 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 import apsw
-import numpy as np
 
-from embedmind.backend.sqlite import records
 from embedmind.backend.sqlite.lexical import widening
-from embedmind.backend.sqlite.lexical.index import LexicalIndex, Scored, best_first, query_terms
+from embedmind.backend.sqlite.lexical.index import LexicalIndex, Scored, query_terms
+from embedmind.backend.sqlite.lexical.walk import admitted_best_first
 from embedmind.lexical import maxscore
 
-_FIRST_BATCH = 64
 _MAXSCORE_SLACK = 16
 """Extra candidates MaxScore keeps beyond ``k``, room for a few filtered-out hits."""
-_SWITCH_TO_FULL_SCAN = 8_192
-"""Candidates checked one batch at a time before fetching every admitted key at once."""
 
 
 def text_channel(
@@ -80,30 +76,3 @@ def scored_channel(
         return found
     keys, scores = maxscore.exhaustive(lists, avgdl)
     return admitted_best_first(conn, Scored(keys, scores), condition, k)
-
-
-def admitted_best_first(
-    conn: apsw.Connection, scored: Scored, condition: tuple[str, list[Any]], k: int
-) -> list[tuple[int, float]]:
-    """Walk ``scored`` best-first and keep the first ``k`` keys the condition admits."""
-    found: list[tuple[int, float]] = []
-    sql, params = condition
-    checked = 0
-    allowed: np.ndarray[Any, Any] | None = None
-    for positions in best_first(scored, max(_FIRST_BATCH, 4 * k)):
-        keys = scored.keys[positions]
-        if allowed is None and checked >= _SWITCH_TO_FULL_SCAN:
-            # Many candidates failed: the filter is selective, so fetch every
-            # admitted key once and finish with vectorised membership tests.
-            allowed = np.asarray(records.all_keys_passing(conn, sql, params), dtype=np.int64)
-        if allowed is not None:
-            mask = np.isin(keys, allowed)
-        else:
-            passing = records.keys_passing(conn, keys.tolist(), sql, params)
-            mask = np.fromiter((key in passing for key in keys.tolist()), bool, len(keys))
-            checked += len(keys)
-        for pos in positions[mask][: k - len(found)].tolist():
-            found.append((int(scored.keys[pos]), float(scored.scores[pos])))
-        if len(found) >= k:
-            break
-    return found

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import apsw
 
-from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite import alias_rows, session_rows
 from embedmind.backend.sqlite.postings import Links, get_entry, lookup_terms
 from embedmind.backend.sqlite.session_rows import Place
-from embedmind.lexical.aliases import Fields, Table, fields
+from embedmind.lexical.aliases import EMPTY, Fields, Table, fields
 from embedmind.lexical.analyzer import analyze
 
 WEIGHT_OWN = 2
@@ -81,13 +81,13 @@ def plan_add(
         and the keys of the indexed documents to drop before indexing them.
     """
     texts = dict(docs)
-    places = sessions.places(conn, texts)
+    places = session_rows.places(conn, texts)
     links: dict[int, Links] = {}
     for dialog in _by_dialog(places.values()):
         links.update(_dialog_links(conn, dialog, set(texts), stored))
     own = {key: fields(text, table) for key, text in docs}
     needed = {o for pair in links.values() for o in pair if o is not None} | links.keys()
-    for key, text in sessions.contents(conn, needed - own.keys()).items():
+    for key, text in session_rows.contents(conn, needed - own.keys()).items():
         own[key] = fields(text, table)
     entries = [
         Entry(key, combined(own, key, links[key]) if key in links else own[key].alone(),
@@ -110,7 +110,7 @@ def plan_remove(
     if following is not None:
         new[following] = (previous, stored(following)[1])
     needed = {o for pair in new.values() for o in pair if o is not None} | new.keys()
-    own = {key: fields(text, table) for key, text in sessions.contents(conn, needed).items()}
+    own = {key: fields(text, table) for key, text in session_rows.contents(conn, needed).items()}
     return [Entry(key, combined(own, key, pair), pair) for key, pair in new.items()]
 
 
@@ -125,7 +125,7 @@ def plan_reindex(
     needed = set(indexed)
     if context:
         needed |= {o for pair in indexed.values() for o in pair if o is not None}
-    own = {key: fields(text, table) for key, text in sessions.contents(conn, needed).items()}
+    own = {key: fields(text, table) for key, text in session_rows.contents(conn, needed).items()}
     if not context:
         return [Entry(key, own[key].alone(), None) for key in indexed if key in own]
     return [Entry(key, combined(own, key, pair), pair) for key, pair in indexed.items()]
@@ -143,11 +143,11 @@ def _dialog_links(
 ) -> dict[int, Links]:
     """Links of the batch's documents of one dialog and of the indexed ones beside them."""
     low, high = batch[0], batch[-1]
-    inside = sessions.indexed_between(conn, low, high) if len(batch) > 1 else []
+    inside = session_rows.indexed_between(conn, low, high) if len(batch) > 1 else []
     chain: list[int | None] = [
-        sessions.indexed_before(conn, low),
+        session_rows.indexed_before(conn, low),
         *(p.key for p in sorted([*batch, *inside])),
-        sessions.indexed_after(conn, high),
+        session_rows.indexed_after(conn, high),
     ]
     out: dict[int, Links] = {}
     for i in range(1, len(chain) - 1):
@@ -169,11 +169,14 @@ def context_terms(
 ) -> tuple[str, ...]:
     """The query terms a document matches only through its neighbours' text (for explain).
 
-    Empty when the document's own words (and its alias field under ``table``)
-    hold every query term it matches, or when its postings carry no context.
+    Empty when the document's own words (and its alias field) hold every
+    query term it matches, or when its postings carry no context. ``table``
+    defaults to the store's alias table, read from ``conn``.
     """
-    mine = fields(content, table) if table is not None else None
-    own = set(analyze(content)) if mine is None else {*mine.own, *mine.alias}
+    if table is None:
+        table = Table.compile(alias_rows.rows(conn)) if alias_rows.version(conn) else EMPTY
+    mine = fields(content, table)
+    own = {*mine.own, *mine.alias}
     wanted = [term for term in dict.fromkeys(analyze(query)) if term not in own]
     if not wanted:
         return ()

@@ -23,9 +23,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.backend.sqlite import alias_rows
-from embedmind.backend.sqlite import postings as store
-from embedmind.backend.sqlite import session_rows as sessions
+from embedmind.backend.sqlite import alias_rows, postings, session_rows
 from embedmind.backend.sqlite.blocks import BLOCK_SIZE, Postings, concat, make
 from embedmind.backend.sqlite.lexical import context
 from embedmind.lexical import aliases, bm25, maxscore
@@ -87,7 +85,7 @@ class LexicalIndex:
         if not docs:
             return
         table = self.aliases(conn)
-        if not sessions.enabled(conn):
+        if not session_rows.enabled(conn):
             entries = [context.Entry(key, fields(text, table).alone(), None) for key, text in docs]
             self._put(conn, [e for e in entries if e.counts], version)
             return
@@ -118,14 +116,14 @@ class LexicalIndex:
         Call :meth:`attach` with the result once the records are changed, in
         the same transaction, so old and new neighbours are both re-indexed.
         """
-        indexed = [key for key in keys if store.get_doc(conn, key) is not None]
+        indexed = [key for key in keys if postings.get_doc(conn, key) is not None]
         for key in indexed:
             self.remove(conn, key, version)
         return indexed
 
     def attach(self, conn: apsw.Connection, keys: Sequence[int], version: int) -> None:
         """Index ``keys`` again from their records' current content (after :meth:`detach`)."""
-        texts = sessions.contents(conn, keys)
+        texts = session_rows.contents(conn, keys)
         self.add(conn, [(key, texts[key]) for key in keys if key in texts], version)
 
     def rebuild(self, conn: apsw.Connection, version: int, *, session_context: bool) -> None:
@@ -138,9 +136,9 @@ class LexicalIndex:
         conn.execute("DELETE FROM lex_docs")
         conn.execute("DELETE FROM lex_terms")
         conn.execute("UPDATE lex_stats SET doc_count = 0, total_length = 0 WHERE id = 1")
-        sessions.set_enabled(conn, session_context)
+        session_rows.set_enabled(conn, session_context)
         alias_rows.clear_pending(conn)  # every posting follows the current alias table again
-        self.add(conn, sessions.unforgotten(conn), version)
+        self.add(conn, session_rows.unforgotten(conn), version)
         self.clear_cache()
 
     def reindex(self, conn: apsw.Connection, keys: Sequence[int], version: int) -> int:
@@ -150,15 +148,15 @@ class LexicalIndex:
         no postings to redo); their dialog links stay as they are, since an
         alias change moves no memory.
         """
-        indexed: dict[int, store.Links] = {}
+        indexed: dict[int, postings.Links] = {}
         for key in sorted(set(keys)):
-            entry = store.get_entry(conn, key)
+            entry = postings.get_entry(conn, key)
             if entry is not None:
                 indexed[key] = entry[3]
         if not indexed:
             return 0
         entries = context.plan_reindex(
-            conn, indexed, self.aliases(conn), context=sessions.enabled(conn)
+            conn, indexed, self.aliases(conn), context=session_rows.enabled(conn)
         )
         for key in indexed:
             self._drop(conn, key, version)
@@ -172,7 +170,7 @@ class LexicalIndex:
         this is every document whose own text or a neighbour's contains an
         alias key with these terms (a superset: the terms need not be adjacent).
         """
-        rows = store.lookup_terms(conn, key_terms)
+        rows = postings.lookup_terms(conn, key_terms)
         if len(rows) < len(set(key_terms)):
             return set()
         found: set[int] | None = None
@@ -181,8 +179,8 @@ class LexicalIndex:
             found = keys if found is None else found & keys
         return found or set()
 
-    def _links(self, conn: apsw.Connection, key: int) -> store.Links:
-        entry = store.get_entry(conn, key)
+    def _links(self, conn: apsw.Connection, key: int) -> postings.Links:
+        entry = postings.get_entry(conn, key)
         return (None, None) if entry is None else entry[3]
 
     def _put(self, conn: apsw.Connection, entries: Sequence[context.Entry], version: int) -> None:
@@ -190,8 +188,8 @@ class LexicalIndex:
         if not entries:
             return
         terms = {term for entry in entries for term in entry.counts}
-        ids = {term: row.term_id for term, row in store.lookup_terms(conn, terms).items()}
-        ids.update(store.create_terms(conn, sorted(terms - ids.keys()), version))
+        ids = {term: row.term_id for term, row in postings.lookup_terms(conn, terms).items()}
+        ids.update(postings.create_terms(conn, sorted(terms - ids.keys()), version))
         triples = _Triples()
         rows = []
         for entry in entries:
@@ -201,42 +199,42 @@ class LexicalIndex:
             rows.append((entry.key, length, list(zip(term_ids, tfs, strict=True))))
             if term_ids:
                 triples.add(entry.key, length, term_ids, tfs)
-        store.put_docs(conn, rows, [entry.links for entry in entries])
-        store.add_stats(conn, len(rows), sum(length for _, length, _ in rows))
+        postings.put_docs(conn, rows, [entry.links for entry in entries])
+        postings.add_stats(conn, len(rows), sum(length for _, length, _ in rows))
         if not triples.terms:
             return
         per_term = triples.by_term()
-        lasts = store.last_blocks(conn, [term_id for term_id, _ in per_term])
-        appends: list[store.BlockWrite] = []
+        lasts = postings.last_blocks(conn, [term_id for term_id, _ in per_term])
+        appends: list[postings.BlockWrite] = []
         for term_id, new in per_term:
             last = lasts.get(term_id)
             if last is None or new.keys[0] > last.postings.keys[-1]:
                 appends += _append(term_id, last, new)
             else:  # re-indexed old keys land between existing ones
                 _insert_between(conn, term_id, new, version)
-        store.write_blocks(conn, appends, version)
-        store.add_dfs(conn, [(term_id, len(new)) for term_id, new in per_term], version)
+        postings.write_blocks(conn, appends, version)
+        postings.add_dfs(conn, [(term_id, len(new)) for term_id, new in per_term], version)
 
-    def _drop(self, conn: apsw.Connection, key: int, version: int) -> store.Links | None:
+    def _drop(self, conn: apsw.Connection, key: int, version: int) -> postings.Links | None:
         """Drop one document's postings; return the links they were built with."""
-        doc = store.get_entry(conn, key)
+        doc = postings.get_entry(conn, key)
         if doc is None:
             return None
         length, term_ids, _, links = doc
         for term_id in term_ids.tolist():
-            block = store.block_for_key(conn, term_id, key)
+            block = postings.block_for_key(conn, term_id, key)
             if block is None:  # pragma: no cover - lex_docs and blocks agree
                 continue
             remaining = block.postings.without(key)
             if len(remaining):
-                store.write_block(
+                postings.write_block(
                     conn, block.block_id, term_id, block.first_key, remaining, version
                 )
             else:
-                store.delete_block(conn, block.block_id)
-            store.change_df(conn, term_id, -1, version)
-        store.delete_doc(conn, key)
-        store.add_stats(conn, -1, -length)
+                postings.delete_block(conn, block.block_id)
+            postings.change_df(conn, term_id, -1, version)
+        postings.delete_doc(conn, key)
+        postings.add_stats(conn, -1, -length)
         return links
 
     # -- reads ---------------------------------------------------------------
@@ -246,8 +244,8 @@ class LexicalIndex:
     ) -> tuple[list[TermList], float]:
         """The postings of the query terms that exist, ready to score, and avgdl."""
         weights = aliases.query_weights(terms, self.aliases(conn))
-        rows = store.lookup_terms(conn, weights)
-        doc_count, total_length = store.stats(conn)
+        rows = postings.lookup_terms(conn, weights)
+        doc_count, total_length = postings.stats(conn)
         if not rows or doc_count == 0:
             return [], 1.0
         avgdl = total_length / doc_count
@@ -267,16 +265,16 @@ class LexicalIndex:
         keys, scores = maxscore.exhaustive(lists, avgdl)
         return Scored(keys, scores)
 
-    def _postings(self, conn: apsw.Connection, row: store.TermRow) -> _Cached:
+    def _postings(self, conn: apsw.Connection, row: postings.TermRow) -> _Cached:
         with self._lock:
             cached = self._terms.get(row.term_id, row.version)
         if cached is not None:
             return cached
-        versions = store.block_versions(conn, row.term_id)
+        versions = postings.block_versions(conn, row.term_id)
         with self._lock:
             parts = {b: self._blocks.get(b, v) for b, v in versions}
         missing = [b for b, p in parts.items() if p is None]
-        loaded = store.load_blocks(conn, missing) if missing else {}
+        loaded = postings.load_blocks(conn, missing) if missing else {}
         merged = _Cached.of(concat([parts[b] or loaded[b] for b, _ in versions]))
         with self._lock:
             for b, v in versions:
@@ -287,7 +285,7 @@ class LexicalIndex:
 
     def statistics(self, conn: apsw.Connection) -> tuple[int, int]:
         """``(indexed documents, dictionary terms)``."""
-        return store.stats(conn)[0], store.term_count(conn)
+        return postings.stats(conn)[0], postings.term_count(conn)
 
     def clear_cache(self) -> None:
         """Drop every cached posting (after a vacuum or a rebuild)."""
@@ -326,9 +324,11 @@ class _Triples:
         ]
 
 
-def _append(term_id: int, last: store.BlockRow | None, new: Postings) -> list[store.BlockWrite]:
+def _append(
+    term_id: int, last: postings.BlockRow | None, new: Postings
+) -> list[postings.BlockWrite]:
     """Block writes that append ``new`` (all keys above the term's last key)."""
-    writes: list[store.BlockWrite] = []
+    writes: list[postings.BlockWrite] = []
     start = 0
     # Top up only a small last block: rewriting a full one would cost a whole
     # block of I/O per term per write, the dominant cost of ingest.
@@ -346,18 +346,18 @@ def _insert_between(conn: apsw.Connection, term_id: int, new: Postings, version:
     for i in range(len(new)):
         one = new.slice(i, i + 1)
         key = int(one.keys[0])
-        block = store.block_for_key(conn, term_id, key)
+        block = postings.block_for_key(conn, term_id, key)
         if block is None:  # pragma: no cover - the term has blocks
-            store.write_block(conn, None, term_id, key, one, version)
+            postings.write_block(conn, None, term_id, key, one, version)
             continue
         merged = block.postings.merged(one)
         first_key = min(block.first_key, key)
         if len(merged) <= BLOCK_SIZE:
-            store.write_block(conn, block.block_id, term_id, first_key, merged, version)
+            postings.write_block(conn, block.block_id, term_id, first_key, merged, version)
             continue
         half = len(merged) // 2
         upper = merged.slice(half, len(merged))
-        store.write_blocks(
+        postings.write_blocks(
             conn,
             [
                 (block.block_id, term_id, first_key, merged.slice(0, half)),

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from embedmind.backend.sqlite.lexical.index import Scored
+from embedmind.backend.sqlite.lexical.walk import admitted_best_first
 from embedmind.lexical.maxscore import TermList
 
 SUB_QUERIES = 2
@@ -114,9 +115,6 @@ def widen(
         sub_queries: How many key terms get a sub-query (default
             :data:`SUB_QUERIES`).
     """
-    # channel imports this module, so its walker is imported at call time.
-    from embedmind.backend.sqlite.lexical.channel import admitted_best_first
-
     per_sub_query = PER_SUB_QUERY if per_sub_query is None else per_sub_query
     sub_queries = SUB_QUERIES if sub_queries is None else sub_queries
     seen = {key for key, _ in found}

@@ -10,14 +10,10 @@ replacement saves the fragment index file once enough changes are unsaved.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from collections.abc import Callable
 
-import apsw
-
-from embedmind.backend.sqlite import fragment_rows as rows
-from embedmind.backend.sqlite import records, vector_rows
-from embedmind.backend.sqlite.database import Database
-from embedmind.backend.sqlite.vector_rows import FRAGMENTS
+from embedmind.backend.protocol import Backend
+from embedmind.backend.values import Space
 from embedmind.chunking import Chunker
 from embedmind.embedders.adapt import normalized
 from embedmind.embedders.protocol import Embedder
@@ -28,28 +24,24 @@ from embedmind.policies import FragmentPolicy
 logger = logging.getLogger(__name__)
 
 
-class FragmentIndex(Protocol):
-    """What this module needs of :class:`embedmind.fragments.Fragments` (no import of it)."""
-
-    def save_if_due(self, conn: apsw.Connection) -> bool:
-        """Save the index file inside the caller's write transaction when enough is unsaved."""
-        ...
-
-
 def fragment_on_write(
-    db: Database,
-    fragments: FragmentIndex,
+    backend: Backend,
+    save_after: Callable[[], int],
     embedder: Embedder,
     chunker: Chunker,
     policy: FragmentPolicy,
     memory: Memory,
 ) -> None:
-    """Derive ``memory``'s fragments (never raises)."""
-    with db.read() as conn:
-        existing = records.find(conn, memory.id)
+    """Derive ``memory``'s fragments (never raises).
+
+    The caller is the commit path, after COMMIT: this is its own write session,
+    which saves the caches when due like every commit does.
+    """
+    with backend.read() as session:
+        existing = session.records.find(memory.id)
         if existing is None or existing.forgotten:
             return
-        if rows.source(conn, existing.key) == memory.fingerprint:
+        if session.fragments.source(existing.key) == memory.fingerprint:
             return  # identical content: its fragments are current
     spans = [s for s in chunker(memory.content, policy.window, policy.overlap) if s[0] < s[1]]
     texts = [memory.content[a:b] for a, b in spans]
@@ -62,15 +54,15 @@ def fragment_on_write(
         logger.warning("fragment embedding %r threw: %s", memory.id, e)
         return
     try:
-        with db.write() as conn:
-            current = records.find(conn, memory.id)
+        with backend.write() as session:
+            current = session.records.find(memory.id)
             if current is None or current.forgotten or current.content != memory.content:
                 return  # changed or gone meanwhile: the newer write handles it
-            vector_rows.remove_memory(conn, current.key, FRAGMENTS)
+            session.records.remove_vectors(current.key, Space.FRAGMENTS)
             if vectors is not None:
                 blobs = [row.astype("<f4").tobytes() for row in vectors]
-                rows.add(conn, current.key, spans, blobs, texts)
-            rows.set_source(conn, current.key, memory.fingerprint)
-            fragments.save_if_due(conn)
+                session.fragments.add(current.key, spans, blobs, texts)
+            session.fragments.set_source(current.key, memory.fingerprint)
+            session.save_caches(vector_save_after=save_after())
     except Exception as e:
         logger.warning("fragment add for %r failed: %s", memory.id, e)

@@ -1,40 +1,37 @@
-"""The write path: one transaction applies records and their postings together.
+"""Applying validated records inside one write session: inserts, upserts, tombstones, deletes.
 
 Input is validated (:mod:`embedmind.drafts`) before the transaction begins;
 inside it, an id that already exists in the same namespace is an upsert (its
 ``created_at`` kept, its postings re-derived only when the content changed),
 and an id that exists in another namespace aborts the whole transaction with
-:class:`ConflictError`.
+:class:`ConflictError`. Every function takes the write session of a
+transaction the commit path opened (:mod:`embedmind.engine.commit`); the
+backend keeps its derived indexes (postings, vector caches) in step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import apsw
-
 from embedmind import timestamps
-from embedmind.backend.sqlite import fragment_rows, records, vector_rows
-from embedmind.backend.sqlite import graph_rows as graph
-from embedmind.backend.sqlite import session_rows as sessions
-from embedmind.backend.sqlite.lexical.index import LexicalIndex
-from embedmind.drafts import Prepared
+from embedmind.backend.protocol import WriteSession
+from embedmind.backend.values import RowRef, Space
+from embedmind.drafts import Prepared, memory_of
 from embedmind.errors import ConflictError, InvalidInputError, NotFoundError
 from embedmind.model import Memory
 from embedmind.vectors.embedding import Embedded
 
+SUPERSEDES = "supersedes"
+"""Relation kind of the edge from a new version to the memory it replaces."""
+
 
 def apply_batch(
-    conn: apsw.Connection,
-    lexical: LexicalIndex,
-    batch: Sequence[Prepared],
-    embedded: Sequence[Embedded | None],
+    session: WriteSession, batch: Sequence[Prepared], embedded: Sequence[Embedded | None]
 ) -> list[Memory]:
-    """Write ``batch`` (and its vectors) inside the caller's write transaction.
+    """Write ``batch`` (and its vectors) inside the session's transaction.
 
     Args:
-        conn: A connection inside a write transaction.
-        lexical: The BM25 index.
+        session: The write session of an open transaction.
         batch: Validated records.
         embedded: Per record, its vectors, or ``None`` for a text-only store.
 
@@ -47,28 +44,24 @@ def apply_batch(
         InvalidInputError: When a supersede would end the old version's
             validity at or before its ``valid_from``.
     """
-    version = records.next_write_seq(conn)
+    rows = session.records
     ids = [p.id for p in batch]
-    if len(set(ids)) == len(ids) and not records.find_many(conn, ids):
+    if len(set(ids)) == len(ids) and not rows.find_many(ids):
         # The common case, all new ids: bulk statements, no read-back.
-        keys = records.insert_many(conn, batch)
-        lexical.add(conn, [(key, p.content) for key, p in zip(keys, batch, strict=True)], version)
+        keys = rows.insert_many(batch)
+        rows.index_text([(key, p.content) for key, p in zip(keys, batch, strict=True)])
         for key, vectors in zip(keys, embedded, strict=True):
             if vectors is not None:
-                vector_rows.add(conn, key, vectors.spans, vectors.blobs())
-        if _link_graph(conn, batch, keys, replace=False):
-            stored = records.select_by_keys(conn, keys)  # supersession changed rows
+                rows.put_vectors(key, vectors.spans, vectors.blobs())
+        if _link_graph(session, batch, keys, replace=False):
+            stored = rows.load(keys)  # supersession changed rows
             return [stored[key] for key in keys]
-        return [records.from_prepared(p) for p in batch]
-    return _apply_one_by_one(conn, lexical, batch, embedded, version)
-
-
-SUPERSEDES = "supersedes"
-"""Relation kind of the edge from a new version to the memory it replaces."""
+        return [memory_of(p) for p in batch]
+    return _apply_one_by_one(session, batch, embedded)
 
 
 def _link_graph(
-    conn: apsw.Connection, batch: Sequence[Prepared], keys: Sequence[int], *, replace: bool
+    session: WriteSession, batch: Sequence[Prepared], keys: Sequence[int], *, replace: bool
 ) -> bool:
     """Write entities, relations and supersession of freshly written records.
 
@@ -86,12 +79,13 @@ def _link_graph(
     targets = {t for p in batch for _, t in p.relations} | {t for p in batch for t in p.supersedes}
     if not targets and not any(p.entities for p in batch) and not replace:
         return False
-    found = records.find_many(conn, sorted(targets)) if targets else {}
+    graph = session.graph
+    found = session.records.find_many(sorted(targets)) if targets else {}
     superseded = False
     for p, key in zip(batch, keys, strict=True):
         if replace:
-            graph.replace_outgoing(conn, key, keep_kind=SUPERSEDES)
-        graph.add_entities(conn, key, p.entities)
+            graph.replace_outgoing(key, keep_kind=SUPERSEDES)
+        graph.add_entities(key, p.entities)
         edges = []
         for kind, target in p.relations:
             edges.append((kind, _live_target(found, target, p.id, "relations").key))
@@ -109,17 +103,15 @@ def _link_graph(
                     f"{target!r} was already superseded by {existing.superseded_by!r}; "
                     "supersede the newest version instead",
                 )
-            _check_window(conn, existing, target, p.valid_from)
-            graph.mark_superseded(conn, existing.key, p.id, p.valid_from, p.updated_at)
+            _check_window(session, existing, target, p.valid_from)
+            graph.mark_superseded(existing.key, p.id, p.valid_from, p.updated_at)
             edges.append((SUPERSEDES, existing.key))
             superseded = True
-        graph.add_relations(conn, key, edges, p.updated_at)
+        graph.add_relations(key, edges, p.updated_at)
     return superseded
 
 
-def _check_window(
-    conn: apsw.Connection, existing: records.Existing, target: str, ends_at: int
-) -> None:
+def _check_window(session: WriteSession, existing: RowRef, target: str, ends_at: int) -> None:
     """Refuse to end ``target``'s validity at or before it began.
 
     Superseding closes the old version's window at the new version's
@@ -129,7 +121,7 @@ def _check_window(
     silently rewrite the history the caller asked for.
     """
     began = timestamps.to_micros(
-        records.select_by_keys(conn, [existing.key])[existing.key].valid_from, "valid_from"
+        session.records.load([existing.key])[existing.key].valid_from, "valid_from"
     )
     if ends_at <= began:
         raise InvalidInputError(
@@ -159,9 +151,7 @@ def taken_elsewhere(memory_id: str) -> ConflictError:
     )
 
 
-def _live_target(
-    found: dict[str, records.Existing], target: str, source: str, field: str
-) -> records.Existing:
+def _live_target(found: dict[str, RowRef], target: str, source: str, field: str) -> RowRef:
     existing = found.get(target)
     if existing is None or existing.forgotten:
         raise NotFoundError(target, f"{field} target")
@@ -171,99 +161,78 @@ def _live_target(
 
 
 def _apply_one_by_one(
-    conn: apsw.Connection,
-    lexical: LexicalIndex,
-    batch: Sequence[Prepared],
-    embedded: Sequence[Embedded | None],
-    version: int,
+    session: WriteSession, batch: Sequence[Prepared], embedded: Sequence[Embedded | None]
 ) -> list[Memory]:
+    rows = session.records
     keys: list[int] = []
     pending: dict[int, str] = {}
     stale: list[int] = []
     for p, vectors in zip(batch, embedded, strict=True):
-        existing = records.find(conn, p.id)
+        existing = rows.find(p.id)
         if existing is None:
-            key = records.insert(conn, p)
+            key = rows.insert(p)
             pending[key] = p.content
-            replace_vectors(conn, key, vectors)
+            replace_vectors(session, key, vectors)
         else:
             if existing.namespace != p.namespace:
                 raise taken_elsewhere(p.id)
             key = existing.key
             # A new session moves the memory to another dialog: its session
             # context (and its old neighbours') must be re-derived.
-            moved = _session_of(conn, key) != p.session_id
-            records.replace(conn, key, p, existing.created_at)
+            moved = session.sessions.session_ids([key]).get(key) != p.session_id
+            rows.replace(key, p, existing.created_at)
             if existing.forgotten or existing.content != p.content or key in pending or moved:
                 stale.append(key)
                 pending[key] = p.content
-                replace_vectors(conn, key, vectors)
-            elif vectors is not None and _differ(conn, key, vectors):
+                replace_vectors(session, key, vectors)
+            elif vectors is not None and _differ(session, key, vectors):
                 # Same words, other vectors: a caller-given vector changed (LlamaIndex
                 # embeds metadata too) or the embedder did; the postings stay.
-                replace_vectors(conn, key, vectors)
+                replace_vectors(session, key, vectors)
         keys.append(key)
-    for key in stale:
-        lexical.remove(conn, key, version)
-    lexical.add(conn, list(pending.items()), version)
-    _link_graph(conn, batch, keys, replace=True)
-    stored = records.select_by_keys(conn, keys)
+    rows.unindex_text(stale)
+    rows.index_text(list(pending.items()))
+    _link_graph(session, batch, keys, replace=True)
+    stored = rows.load(keys)
     return [stored[key] for key in keys]
 
 
-def _session_of(conn: apsw.Connection, key: int) -> str | None:
-    place = sessions.places(conn, [key]).get(key)
-    return None if place is None else place.session_id
-
-
-def _differ(conn: apsw.Connection, key: int, vectors: Embedded) -> bool:
+def _differ(session: WriteSession, key: int, vectors: Embedded) -> bool:
     """Whether ``vectors`` are not exactly the memory's stored vectors."""
-    stored = vector_rows.rows_of(conn, key)
+    stored = session.channels.vector_rows(key)
     fresh = [(s, e, b) for (s, e), b in zip(vectors.spans, vectors.blobs(), strict=True)]
     return stored != fresh
 
 
-def replace_vectors(conn: apsw.Connection, key: int, vectors: Embedded | None) -> None:
+def replace_vectors(session: WriteSession, key: int, vectors: Embedded | None) -> None:
     """Drop a memory's vectors and store ``vectors`` (if any) in their place."""
-    vector_rows.remove_memory(conn, key)
+    session.records.remove_vectors(key)
     if vectors is not None:
-        vector_rows.add(conn, key, vectors.spans, vectors.blobs())
+        session.records.put_vectors(key, vectors.spans, vectors.blobs())
 
 
-def forget(conn: apsw.Connection, lexical: LexicalIndex, memory_id: str, now: int) -> bool:
+def forget(session: WriteSession, memory_id: str, now: int) -> bool:
     """Tombstone a memory and drop its postings; ``False`` when missing or already forgotten."""
-    existing = records.find(conn, memory_id)
+    existing = session.records.find(memory_id)
     if existing is None or existing.forgotten:
         return False
-    version = records.next_write_seq(conn)
-    records.mark_forgotten(conn, existing.key, now)
-    lexical.remove(conn, existing.key, version)
-    vector_rows.remove_memory(conn, existing.key)
-    drop_fragments(conn, existing.key)
+    session.records.mark_forgotten(existing.key, now)
+    session.records.unindex_text([existing.key])
+    session.records.remove_vectors(existing.key)
+    drop_fragments(session, existing.key)
     return True
 
 
-def delete(conn: apsw.Connection, lexical: LexicalIndex, memory_id: str) -> bool:
-    """Remove a memory at once, with its postings; ``False`` when missing."""
-    existing = records.find(conn, memory_id)
+def delete(session: WriteSession, memory_id: str) -> bool:
+    """Remove a memory at once, with everything derived from it; ``False`` when missing."""
+    existing = session.records.find(memory_id)
     if existing is None:
         return False
-    delete_keys(conn, lexical, [existing.key])
+    session.records.delete([existing.key])
     return True
 
 
-def delete_keys(conn: apsw.Connection, lexical: LexicalIndex, keys: Sequence[int]) -> None:
-    """Remove memories at once: row, tags, postings, vectors, entities and relations."""
-    version = records.next_write_seq(conn)
-    for key in keys:
-        lexical.remove(conn, key, version)
-        vector_rows.remove_memory(conn, key)
-        drop_fragments(conn, key)
-        graph.drop_memory(conn, key)
-        records.delete(conn, key)
-
-
-def drop_fragments(conn: apsw.Connection, key: int) -> None:
-    """Remove a memory's fragments (and where they came from) in the caller's transaction."""
-    vector_rows.remove_memory(conn, key, vector_rows.FRAGMENTS)
-    fragment_rows.set_source(conn, key, None)
+def drop_fragments(session: WriteSession, key: int) -> None:
+    """Remove a memory's fragments (and where they came from) in the session's transaction."""
+    session.records.remove_vectors(key, Space.FRAGMENTS)
+    session.fragments.set_source(key, None)
