@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from embedmind.backend.postgres import schema
 from embedmind.backend.postgres.connection import Database, translating
 from embedmind.backend.postgres.schema import DEFAULT_SCHEMA
 from embedmind.backend.postgres.session import PgRead, PgWrite
@@ -80,6 +81,30 @@ class PostgresBackend:
         """One write transaction."""
         with self.database.write() as conn:
             yield PgWrite(conn)
+
+    def configure_vectors(self, dims: int) -> None:
+        """Fix the vector dimension and build the HNSW indexes, unless already recorded.
+
+        The engine checks the embedder against the recorded identity first; a
+        store created through ``Store.open`` gets its indexes here, before its
+        first write.
+        """
+        with self.database.write() as conn:
+            if schema.dimensions(conn) is None:
+                schema.record_dimensions(conn, dims)
+
+    def save_vector_cache(self, *, rebuild: bool = False) -> None:
+        """No-op: the vector index lives in the server (no per-process cache)."""
+
+    def save_fragment_cache(self, *, rebuild: bool = False) -> bool:
+        """No-op: no per-process fragment cache; nothing was written."""
+        return False
+
+    def remove_cache_files(self) -> None:
+        """No-op: no cache files."""
+
+    def clear_caches(self) -> None:
+        """No-op: nothing derived from content is cached in this process."""
 
     def checkpoint(self, timeout: float) -> str | None:
         """No-op: the server checkpoints its own WAL."""

@@ -27,7 +27,7 @@ from psycopg.rows import TupleRow
 from embedmind.backend.postgres import lexical, records, schema, vector_channel
 from embedmind.backend.postgres.facet import CONTEXT_KEY, TABLES, Facet
 from embedmind.backend.postgres.selection_sql import Condition
-from embedmind.backend.postgres.session_graph import PgFragments, PgGraph, PgLifecycle
+from embedmind.backend.postgres.session_graph import PgAliases, PgFragments, PgGraph, PgLifecycle
 from embedmind.backend.values import Identity, RowRef, Space, VectorHit
 from embedmind.drafts import Prepared
 from embedmind.lexical.analyzer import analyze
@@ -292,6 +292,43 @@ class PgChannels(Facet):
         held = {r[0] for r in rows}
         return tuple(t for t in wanted if t in held)
 
+    def text_widened(
+        self, text: str, selection: Selection, k: int, base: int
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]], dict[int, str]]:
+        # No key-term sub-queries here yet: the protocol's answer for a backend without them.
+        return self.text_top(text, selection, k), [], {}
+
+    def text_statistics(self) -> tuple[int, int]:
+        docs, _ = lexical.statistics(self.conn)
+        row = self.conn.execute("SELECT count(DISTINCT term) FROM lex_postings").fetchone()
+        return docs, int(row[0]) if row else 0
+
+    def missing_vectors(self) -> tuple[int, ...]:
+        rows = self.conn.execute(f"SELECT m.key FROM memories m WHERE {_MISSING} ORDER BY m.key")
+        return tuple(int(r[0]) for r in rows)
+
+    def missing_vector_count(self) -> int:
+        row = self.conn.execute(f"SELECT count(*) FROM memories m WHERE {_MISSING}").fetchone()
+        return int(row[0]) if row else 0
+
+    def missing_contents(
+        self, after: int = 0, limit: int = -1, keys: Sequence[int] | None = None
+    ) -> list[tuple[int, str]]:
+        only = "" if keys is None else "AND m.key = ANY(%s) "
+        params: list[Any] = [after] + ([] if keys is None else [[int(k) for k in keys]])
+        rows = self.conn.execute(
+            f"SELECT m.key, m.content FROM memories m WHERE m.key > %s {only}AND {_MISSING} "
+            "ORDER BY m.key LIMIT %s",
+            [*params, None if limit < 0 else limit],
+        )
+        return [(int(k), str(c)) for k, c in rows]
+
+
+_MISSING = (
+    "m.forgotten_at IS NULL AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.key = m.key)"
+)
+"""Live memories without a vector (written with no embedder)."""
+
 
 class PgMeta(Facet):
     """:class:`~embedmind.backend.protocol.MetaWrites` over PostgreSQL."""
@@ -325,6 +362,13 @@ class PgSessions(Facet):
     def context_enabled(self) -> bool:
         return self.context_on()
 
+    def session_ids(self, keys: Sequence[int]) -> dict[int, str]:
+        rows = self.conn.execute(
+            "SELECT key, session_id FROM memories WHERE key = ANY(%s) AND session_id IS NOT NULL",
+            (list(keys),),
+        )
+        return {int(k): str(s) for k, s in rows}
+
     def set_context(self, on: bool) -> None:
         if on == self.context_on():
             return
@@ -345,6 +389,7 @@ class PgRead:
         self.graph = PgGraph(conn, compiled)
         self.fragments = PgFragments(conn, compiled)
         self.lifecycle = PgLifecycle(conn, compiled)
+        self.aliases = PgAliases(conn, compiled)
 
     def _records(self, conn: Conn, compiled: dict[int, tuple[Selection, Condition]]) -> PgRecords:
         return PgRecords(conn, compiled)
@@ -362,3 +407,6 @@ class PgWrite(PgRead):
 
     def save_caches(self, *, vector_save_after: int) -> None:
         """Nothing to save: the indexes live in the server, changed in the transaction."""
+
+    def forget_caches(self) -> None:
+        """Nothing to forget: no per-process cache files."""

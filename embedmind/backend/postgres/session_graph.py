@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from embedmind.backend.postgres import lexical, records
 from embedmind.backend.postgres.facet import TABLES, Facet
 from embedmind.backend.values import Edge, Link, Space
+from embedmind.errors import StorageError
 
 
 class PgGraph(Facet):
@@ -162,6 +163,32 @@ class PgFragments(Facet):
         )
         return [(int(s), int(e), t) for s, e, t in rows]
 
+    def texts_after(
+        self, after: int, limit: int
+    ) -> list[tuple[int, list[tuple[int, int, str | None]]]]:
+        out: dict[int, list[tuple[int, int, str | None]]] = {}
+        rows = self.conn.execute(
+            'SELECT key, start, "end", text FROM fragments WHERE key > %s '
+            "ORDER BY key, vec_key LIMIT %s",
+            (after, limit),
+        )
+        for key, start, end, text in rows:
+            out.setdefault(int(key), []).append((int(start), int(end), text))
+        if out:
+            last = next(reversed(out))  # the LIMIT may have cut the last record: read it whole
+            out[last] = self.texts_of(last)
+        return list(out.items())
+
+    def given_as_vectors(self) -> tuple[int, int, list[str]]:
+        row = self.conn.execute(
+            "SELECT count(*), count(DISTINCT key) FROM fragments WHERE text IS NULL"
+        ).fetchone()
+        ids = self.conn.execute(
+            "SELECT DISTINCT m.id FROM fragments f JOIN memories m ON m.key = f.key "
+            "WHERE f.text IS NULL ORDER BY m.id LIMIT 5"
+        )
+        return (int(row[0]), int(row[1]), [str(r[0]) for r in ids]) if row else (0, 0, [])
+
     def add(
         self,
         key: int,
@@ -297,3 +324,39 @@ class PgLifecycle(Facet):
                 (new, old, new),
             )
             self.conn.execute(f"DELETE FROM namespace_links WHERE {column} = %s", (old,))
+
+
+_NO_ALIASES = (
+    "the PostgreSQL backend has no alias table yet: define the aliases on a SQLite store, "
+    "or leave them out"
+)
+
+
+class PgAliases(Facet):
+    """:class:`~embedmind.backend.protocol.AliasWrites`: an empty table, and writes refused.
+
+    The alias table changes how the text index analyses every memory; it is not
+    ported yet, so reading finds none and a write raises rather than storing
+    aliases recall would ignore.
+    """
+
+    def rows(self) -> list[tuple[str, str]]:
+        return []
+
+    def pending_count(self) -> int:
+        return 0
+
+    def put(self, entries: Sequence[tuple[str, str]]) -> None:
+        raise StorageError(_NO_ALIASES)
+
+    def delete(self, keys: Sequence[str]) -> None:
+        raise StorageError(_NO_ALIASES)
+
+    def mark_holding(self, key_terms: Sequence[str]) -> None:
+        raise StorageError(_NO_ALIASES)
+
+    def pending(self, limit: int) -> list[int]:
+        return []
+
+    def reindex(self, keys: Sequence[int]) -> int:
+        return 0
