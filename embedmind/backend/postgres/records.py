@@ -1,0 +1,262 @@
+"""Memory rows in PostgreSQL: batch inserts with COPY, loads by key.
+
+The engine prepares every field (validated ids, namespaces in NFC, times in
+UTC microseconds, the content fingerprint) before a write; this module only
+moves rows. ``insert`` is one ``COPY`` per batch (``remember_many`` batches
+are one round trip, not one per row), returning the keys PostgreSQL assigned
+in the batch's order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg import sql
+from psycopg.rows import TupleRow
+
+from embedmind.drafts import Prepared, fingerprint
+from embedmind.errors import DamagedRecordError, InvalidInputError
+from embedmind.model import Level, Memory, Tier
+from embedmind.timestamps import from_micros, optional_from_micros
+
+Conn = psycopg.Connection[TupleRow]
+
+COLUMNS = (
+    "id", "namespace", "content", "metadata", "metadata_text", "tags", "tier", "level", "agent",
+    "session_id", "created_at", "updated_at", "valid_from", "valid_to", "expires_at",
+    "confidence", "fingerprint",
+)  # fmt: skip
+"""The columns a write sets. ``metadata`` is the ``jsonb`` the filters and the GIN index
+read; ``metadata_text`` the caller's JSON text exactly as the engine serialised it, so a
+memory reads back (and exports) with its keys in the caller's order and every number of
+the type it had (``jsonb`` would reorder keys and print ``1e+20`` as an integer)."""
+
+
+@dataclass(frozen=True)
+class NewRow:
+    """The stored fields of a memory about to be inserted (times in UTC µs)."""
+
+    id: str
+    namespace: str
+    content: str
+    created_at: int
+    fingerprint: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: Sequence[str] = ()
+    tier: str = "semantic"
+    level: str = "explicit"
+    agent: str = ""
+    session_id: str | None = None
+    updated_at: int | None = None
+    valid_from: int | None = None
+    valid_to: int | None = None
+    expires_at: int | None = None
+    confidence: float = 1.0
+
+    def values(self) -> tuple[Any, ...]:
+        """The row in :data:`COLUMNS` order."""
+        text = json.dumps(self.metadata, ensure_ascii=False, separators=(",", ":"))
+        return (
+            self.id, self.namespace, self.content, text, text, list(self.tags), self.tier,
+            self.level, self.agent, self.session_id, self.created_at,
+            self.created_at if self.updated_at is None else self.updated_at,
+            self.created_at if self.valid_from is None else self.valid_from,
+            self.valid_to, self.expires_at, self.confidence, self.fingerprint,
+        )  # fmt: skip
+
+
+def insert(conn: Conn, rows: Sequence[NewRow | Prepared]) -> list[int]:
+    """Insert rows in one ``COPY`` (inside the caller's transaction); their keys, in order.
+
+    Ids must be free (the engine checks, and ``memories.id`` is unique: a
+    race with another writer ends in a unique violation, which rolls the whole
+    batch back).
+    """
+    if not rows:
+        return []
+    with conn.cursor() as cur:
+        with cur.copy(f"COPY memories ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row.values() if isinstance(row, NewRow) else prepared_values(row))
+        found: dict[str, int] = dict(
+            cur.execute(
+                "SELECT id, key FROM memories WHERE id = ANY(%s)", ([r.id for r in rows],)
+            ).fetchall()
+        )
+    return [int(found[r.id]) for r in rows]
+
+
+def keys_of(conn: Conn, ids: Sequence[str]) -> dict[str, int]:
+    """``id -> key`` of the rows holding any of ``ids``."""
+    rows = conn.execute("SELECT id, key FROM memories WHERE id = ANY(%s)", (list(ids),))
+    return {str(i): int(k) for i, k in rows}
+
+
+def prepared_values(p: Prepared) -> tuple[Any, ...]:
+    """A prepared record in :data:`COLUMNS` order (its metadata JSON goes in as text).
+
+    Raises:
+        InvalidInputError: When its content or a metadata string holds NUL,
+            which PostgreSQL's ``text`` and ``jsonb`` cannot store.
+    """
+    check_no_nul(p)
+    return (
+        p.id, p.namespace, p.content, p.metadata_json, p.metadata_json, list(p.tags), p.tier,
+        p.level, p.agent, p.session_id, p.created_at, p.updated_at, p.valid_from, p.valid_to,
+        p.expires_at, p.confidence, p.fingerprint,
+    )  # fmt: skip
+
+
+METADATA = "coalesce(m.metadata_text, m.metadata::text)"
+"""The stored metadata as JSON text (rows written before migration 3 have only ``jsonb``)."""
+
+
+def check_no_nul(p: Prepared) -> None:
+    """Refuse what PostgreSQL cannot store: NUL (U+0000) in the content or in metadata strings.
+
+    The engine accepts them (SQLite stores them); here the write would fail in
+    the server with a driver error, so it fails first, naming the field and the
+    fix. Ids, namespaces, tags, agents, sessions and entity names never hold
+    NUL (the engine refuses it everywhere), nor do metadata keys.
+
+    Raises:
+        InvalidInputError: Naming ``content`` or the metadata path.
+    """
+    fix = "PostgreSQL cannot store NUL (U+0000) in text: remove it or replace it"
+    if "\x00" in p.content:
+        raise InvalidInputError("content", fix)
+    # The JSON text escapes NUL as \u0000; only then is a walk of the value needed.
+    if "\\u0000" in p.metadata_json:
+        path = _nul_path(json.loads(p.metadata_json), "metadata")
+        if path is not None:
+            raise InvalidInputError(path, fix)
+
+
+def _nul_path(value: object, path: str) -> str | None:
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    items: Any = ()
+    if isinstance(value, dict):
+        items = ((f"{path}[{k!r}]", v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    for inner, item in items:
+        found = _nul_path(item, inner)
+        if found is not None:
+            return found
+    return None
+
+
+SELECT = (
+    f"m.key, m.id, m.namespace, m.content, {METADATA}, m.tags, m.tier, m.level, m.agent, "
+    "m.session_id, m.created_at, m.updated_at, m.valid_from, m.valid_to, m.expires_at, "
+    "m.superseded_by, m.confidence, m.access_count, m.last_accessed_at, m.fingerprint, "
+    "m.forgotten_at"
+)
+"""The columns :func:`to_memory` reads, in order."""
+
+
+def to_memory(row: Sequence[Any]) -> Memory:
+    """Build a :class:`Memory` from a row selected with :data:`SELECT`."""
+    return Memory(
+        id=row[1], namespace=row[2], content=row[3], metadata=json.loads(row[4]),
+        tags=tuple(row[5]), tier=Tier(row[6]), level=Level(row[7]), agent=row[8], session_id=row[9],
+        created_at=from_micros(row[10]), updated_at=from_micros(row[11]),
+        valid_from=from_micros(row[12]), valid_to=optional_from_micros(row[13]),
+        expires_at=optional_from_micros(row[14]), superseded_by=row[15], confidence=row[16],
+        access_count=row[17], last_accessed_at=optional_from_micros(row[18]),
+        fingerprint=row[19], forgotten=row[20] is not None,
+    )  # fmt: skip
+
+
+def insert_vectors(
+    conn: Conn,
+    table: str,
+    key: int,
+    spans: Sequence[tuple[int, int]],
+    blobs: Sequence[bytes],
+    texts: Sequence[str | None] | None = None,
+) -> list[int]:
+    """Store one memory's vectors (little-endian float32 blobs) in ``table``; their vec_keys."""
+    if not spans:
+        return []
+    literals = [_vector_text(np.frombuffer(b, dtype="<f4")) for b in blobs]
+    columns = 'key, start, "end", embedding' + (", text" if texts is not None else "")
+    query = sql.SQL(
+        "INSERT INTO {t} ("
+        + columns
+        + ") SELECT %s, s, e, v::vector"
+        + (", x" if texts is not None else "")
+        + " FROM unnest(%s::bigint[], %s::bigint[], %s::text[]"
+        + (", %s::text[]" if texts is not None else "")
+        + ") WITH ORDINALITY AS u(s, e, v"
+        + (", x" if texts is not None else "")
+        + ", n) ORDER BY n RETURNING vec_key"
+    ).format(t=sql.Identifier(table))
+    params: list[Any] = [key, [s for s, _ in spans], [e for _, e in spans], literals]
+    if texts is not None:
+        params.append(list(texts))
+    return sorted(int(r[0]) for r in conn.execute(query, params))
+
+
+def _vector_text(vector: npt.NDArray[np.float32]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+EXPORT_COLUMNS = (
+    "key", "id", "namespace", "content", "metadata", "tags", "tier", "level", "agent",
+    "session_id", "created_at", "updated_at", "valid_from", "valid_to", "expires_at",
+    "superseded_by", "confidence", "access_count", "last_accessed_at", "fingerprint",
+    "contradicted_by", "prior_confidence",
+)  # fmt: skip
+"""An export line's stored fields, in the SQLite backend's order (the same JSONL lines)."""
+RESTORED = (
+    "updated_at", "superseded_by", "access_count", "last_accessed_at", "contradicted_by",
+    "prior_confidence", "valid_to",
+)  # fmt: skip
+"""What an import writes back beyond a fresh write (``RecordWrites.restore_fields``)."""
+
+
+def export_page(conn: Conn, after: int, limit: int) -> list[dict[str, Any]]:
+    """Live memories after key ``after``, in key order, every stored field (times in µs).
+
+    Raises:
+        DamagedRecordError: When a row's content no longer matches its
+            fingerprint (an export never carries a damaged memory as if sound).
+    """
+    columns = ", ".join(METADATA if c == "metadata" else f"m.{c}" for c in EXPORT_COLUMNS)
+    rows = conn.execute(
+        f"SELECT {columns} FROM memories m WHERE m.key > %s AND m.forgotten_at IS NULL "
+        "ORDER BY m.key LIMIT %s",
+        (after, limit),
+    ).fetchall()
+    # PostgreSQL text is always valid UTF-8, so only a changed content can be damage
+    # (an UPDATE by hand): the same check as the SQLite backend's.
+    damaged = [str(r[1]) for r in rows if fingerprint(r[3]) != r[19]]
+    if damaged:
+        raise DamagedRecordError(damaged, "content no longer matches its fingerprint")
+    out = []
+    for row in rows:
+        item = dict(zip(EXPORT_COLUMNS, row, strict=True))
+        item["key"] = int(item["key"])
+        item["metadata"] = json.loads(item["metadata"])
+        item["tags"] = list(item["tags"])
+        out.append(item)
+    return out
+
+
+def restore_fields(conn: Conn, key: int, fields: dict[str, Any]) -> None:
+    """Write back the fields an import carries beyond a fresh write (absent ones: NULL)."""
+    assignments = sql.SQL(", ").join(
+        sql.SQL("{} = %s").format(sql.Identifier(name)) for name in RESTORED
+    )
+    conn.execute(
+        sql.SQL("UPDATE memories SET {} WHERE key = %s").format(assignments),
+        [*(fields.get(name) for name in RESTORED), key],
+    )

@@ -1,0 +1,329 @@
+"""The PostgreSQL schema: numbered migrations applied under an advisory lock.
+
+A store lives in one PostgreSQL schema (``embedmind`` unless the caller names
+another), so several stores — or an application's own tables — can share a
+database. Its tables mirror the SQLite data model (``docs/how-to/postgres.md``
+lists them): memories with their namespace, tier, session, times, ``jsonb``
+metadata and ``text[]`` tags; memory and fragment vectors as pgvector
+``vector``; graph edges and entities; supersession (``superseded_by``); the
+lexical postings with sharded statistics.
+
+Migrations are numbered like the SQLite ones and recorded in
+``schema_migrations``. Each runs in its own transaction that first takes a
+transaction-scoped advisory lock, one key per database for every embedmind
+schema (``CREATE EXTENSION`` is database-wide), and re-reads the version, so
+two servers opening a new database at once apply each migration exactly once:
+the second waits, then finds it done. A schema newer than this build is
+refused with :class:`~embedmind.errors.SchemaVersionError`.
+
+The vector column has no fixed dimension in the table: the store's model is
+recorded later (:func:`record_dimensions`), which adds a ``CHECK`` on the
+dimension and the HNSW indexes over ``embedding::vector(d)`` — pgvector's way to
+index a column without a type modifier.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import TupleRow
+
+from embedmind.errors import InvalidInputError, SchemaVersionError
+
+DEFAULT_SCHEMA = "embedmind"
+LOCK_KEY = 0x656D_6264_6D6E_6401
+"""The advisory-lock key every embedmind migration in a database takes ("embdmnd" + 1)."""
+LEX_SHARDS = 64
+"""Rows of the lexical statistics: a writer adds to the row of its backend, so
+writers on different connections do not queue on one counter row."""
+TIERS = ("working", "episodic", "semantic", "procedural")
+LEVELS = ("explicit", "deduced")
+MAX_HNSW_DIMENSIONS = 2_000
+"""pgvector's HNSW limit for ``vector`` (``halfvec`` would reach 4,000)."""
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+Conn = psycopg.Connection[TupleRow]
+Migration = Callable[[Conn], None]
+
+
+def _tuple(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
+def m0001_initial(conn: Conn) -> None:
+    """Records, tags, graph, vectors, fragments, postings and bookkeeping."""
+    conn.execute(
+        f"""
+        CREATE TABLE meta (key text PRIMARY KEY, value jsonb NOT NULL);
+        CREATE SEQUENCE write_seq;
+
+        CREATE TABLE memories (
+            key bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id text COLLATE "C" NOT NULL UNIQUE,
+            namespace text COLLATE "C" NOT NULL,
+            content text NOT NULL,
+            metadata jsonb NOT NULL DEFAULT '{{}}',
+            tags text[] NOT NULL DEFAULT '{{}}',
+            tier text NOT NULL CHECK (tier IN {_tuple(TIERS)}),
+            level text NOT NULL CHECK (level IN {_tuple(LEVELS)}),
+            agent text NOT NULL DEFAULT '',
+            session_id text COLLATE "C",
+            created_at bigint NOT NULL,
+            updated_at bigint NOT NULL,
+            valid_from bigint NOT NULL,
+            valid_to bigint,
+            expires_at bigint,
+            superseded_by text COLLATE "C",
+            confidence double precision NOT NULL DEFAULT 1.0,
+            access_count bigint NOT NULL DEFAULT 0,
+            last_accessed_at bigint,
+            fingerprint text NOT NULL,
+            forgotten_at bigint,
+            contradicted_by text,
+            prior_confidence double precision
+        );
+        CREATE INDEX memories_by_namespace ON memories (namespace, created_at, key);
+        CREATE INDEX memories_by_time ON memories (created_at, key);
+        CREATE INDEX memories_by_fingerprint ON memories (namespace, tier, fingerprint);
+        CREATE INDEX memories_by_agent ON memories (agent, session_id);
+        CREATE INDEX memories_by_session ON memories (namespace, session_id, created_at, key)
+            WHERE session_id IS NOT NULL;
+        CREATE INDEX memories_by_superseder ON memories (superseded_by)
+            WHERE superseded_by IS NOT NULL;
+        CREATE INDEX memories_by_expiry ON memories (expires_at) WHERE expires_at IS NOT NULL;
+        CREATE INDEX memories_by_tags ON memories USING gin (tags);
+        CREATE INDEX memories_by_metadata ON memories USING gin (metadata jsonb_path_ops);
+
+        CREATE TABLE entities (
+            entity_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            name text COLLATE "C" NOT NULL UNIQUE
+        );
+        CREATE TABLE memory_entities (
+            entity_id bigint NOT NULL REFERENCES entities ON DELETE CASCADE,
+            key bigint NOT NULL REFERENCES memories ON DELETE CASCADE,
+            PRIMARY KEY (entity_id, key)
+        );
+        CREATE INDEX memory_entities_by_key ON memory_entities (key, entity_id);
+        CREATE TABLE relations (
+            src bigint NOT NULL REFERENCES memories ON DELETE CASCADE,
+            kind text COLLATE "C" NOT NULL,
+            dst bigint NOT NULL REFERENCES memories ON DELETE CASCADE,
+            created_at bigint NOT NULL,
+            PRIMARY KEY (src, kind, dst)
+        );
+        CREATE INDEX relations_by_dst ON relations (dst, kind, src);
+        CREATE TABLE namespace_links (
+            src text COLLATE "C" NOT NULL,
+            dst text COLLATE "C" NOT NULL,
+            tiers text[],
+            note text NOT NULL,
+            created_at bigint NOT NULL,
+            PRIMARY KEY (src, dst)
+        );
+
+        CREATE TABLE memory_vectors (
+            vec_key bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            key bigint NOT NULL REFERENCES memories ON DELETE CASCADE,
+            start integer NOT NULL,
+            "end" integer NOT NULL,
+            embedding vector NOT NULL
+        );
+        CREATE INDEX memory_vectors_by_memory ON memory_vectors (key);
+        CREATE TABLE fragments (
+            vec_key bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            key bigint NOT NULL REFERENCES memories ON DELETE CASCADE,
+            start bigint NOT NULL,
+            "end" bigint NOT NULL,
+            embedding vector NOT NULL,
+            text text
+        );
+        CREATE INDEX fragments_by_memory ON fragments (key);
+        CREATE TABLE fragment_sources (
+            key bigint PRIMARY KEY REFERENCES memories ON DELETE CASCADE,
+            fingerprint text NOT NULL
+        );
+
+        CREATE TABLE lex_docs (
+            key bigint PRIMARY KEY REFERENCES memories ON DELETE CASCADE,
+            length integer NOT NULL,
+            has_links boolean NOT NULL,
+            prev_key bigint,
+            next_key bigint
+        );
+        CREATE TABLE lex_postings (
+            term text COLLATE "C" NOT NULL,
+            key bigint NOT NULL REFERENCES lex_docs ON DELETE CASCADE,
+            tf integer NOT NULL,
+            length integer NOT NULL,
+            PRIMARY KEY (term, key)
+        );
+        CREATE INDEX lex_postings_by_key ON lex_postings (key);
+        CREATE TABLE lex_stats (
+            shard integer PRIMARY KEY,
+            doc_count bigint NOT NULL,
+            total_length bigint NOT NULL
+        );
+        INSERT INTO lex_stats SELECT s, 0, 0 FROM generate_series(0, {LEX_SHARDS - 1}) s;
+        """
+    )
+
+
+def m0002_filter_functions(conn: Conn) -> None:
+    """The function a ``where`` raises its type errors through (``where_sql``)."""
+    conn.execute(
+        """
+        CREATE FUNCTION em_filter_type_error(key text, op text) RETURNS boolean
+        LANGUAGE plpgsql VOLATILE AS $fn$
+        BEGIN
+            RAISE EXCEPTION 'embedmind filter type error: % on %', op, key
+                USING DETAIL = json_build_object('key', key, 'op', op)::text,
+                      ERRCODE = 'data_exception';
+        END
+        $fn$
+        """
+    )
+
+
+def m0003_metadata_text(conn: Conn) -> None:
+    """The caller's metadata JSON text beside its ``jsonb`` (key order and number types kept)."""
+    conn.execute("ALTER TABLE memories ADD COLUMN metadata_text text")
+
+
+MIGRATIONS: tuple[Migration, ...] = (m0001_initial, m0002_filter_functions, m0003_metadata_text)
+LATEST = len(MIGRATIONS)
+
+
+def check_schema_name(name: str) -> str:
+    """Validate a schema name (a lower-case SQL identifier).
+
+    Raises:
+        InvalidInputError: When it is not one.
+    """
+    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        raise InvalidInputError(
+            "schema", f"{name!r} is not a lower-case identifier like 'embedmind' or 'app_memory'"
+        )
+    return name
+
+
+def use_schema(conn: Conn, schema: str) -> None:
+    """Set the search path to ``schema`` then pgvector's schema (where its types live)."""
+    row = conn.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'vector'"
+    ).fetchone()
+    path = [check_schema_name(schema)] + ([row[0]] if row and row[0] != schema else [])
+    conn.execute(
+        sql.SQL("SET search_path TO {}").format(sql.SQL(", ").join(map(sql.Identifier, path)))
+    )
+
+
+def schema_version(conn: Conn, schema: str) -> int:
+    """The newest applied migration of ``schema`` (0 when it has none)."""
+    found = conn.execute(
+        "SELECT to_regclass(quote_ident(%s) || '.schema_migrations') IS NOT NULL", (schema,)
+    ).fetchone()
+    if not found or not found[0]:
+        return 0
+    row = conn.execute(
+        sql.SQL("SELECT coalesce(max(version), 0) FROM {}.schema_migrations").format(
+            sql.Identifier(schema)
+        )
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: Conn, schema: str = DEFAULT_SCHEMA) -> int:
+    """Apply every pending migration of ``schema``, each in a transaction under the lock.
+
+    Args:
+        conn: A connection in autocommit mode (each migration opens its own
+            transaction); its search path is left pointing at ``schema``.
+        schema: The store's PostgreSQL schema.
+
+    Returns:
+        The schema version after migrating.
+
+    Raises:
+        SchemaVersionError: When the schema was written by a newer embedmind.
+    """
+    check_schema_name(schema)
+    where = f"{conn.info.dbname}/{schema}"
+    version = schema_version(conn, schema)
+    if version > LATEST:
+        raise SchemaVersionError(where, version, LATEST)
+    for number in range(version + 1, LATEST + 1):
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+            # The lock holder before us may have applied it: read again under the lock.
+            current = schema_version(conn, schema)
+            if current > LATEST:
+                raise SchemaVersionError(where, current, LATEST)
+            if current >= number:
+                continue
+            # In the database's default creation schema (public), not the
+            # store's: every store of the database shares the one extension.
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+            use_schema(conn, schema)
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "version integer PRIMARY KEY, name text NOT NULL, "
+                "applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            migration = MIGRATIONS[number - 1]
+            migration(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                (number, migration.__name__),
+            )
+    use_schema(conn, schema)
+    return max(version, LATEST)
+
+
+def record_dimensions(conn: Conn, dimensions: int) -> None:
+    """Fix the store's vector dimension and build the HNSW indexes for it (once).
+
+    Called inside a transaction, under the migration lock. A second call with
+    the same dimension does nothing; another dimension is refused (the engine
+    reports the model mismatch before it gets here).
+
+    Raises:
+        InvalidInputError: When ``dimensions`` is out of pgvector's HNSW range
+            or differs from the recorded one.
+    """
+    if not 1 <= dimensions <= MAX_HNSW_DIMENSIONS:
+        raise InvalidInputError(
+            "dimensions", f"{dimensions} is outside 1..{MAX_HNSW_DIMENSIONS} (pgvector HNSW)"
+        )
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+    row = conn.execute("SELECT value FROM meta WHERE key = 'dimensions'").fetchone()
+    if row is not None:
+        if int(row[0]) != dimensions:
+            raise InvalidInputError(
+                "dimensions", f"the store holds {row[0]}-dimensional vectors, not {dimensions}"
+            )
+        return
+    conn.execute("INSERT INTO meta VALUES ('dimensions', %s::jsonb)", (str(dimensions),))
+    for table in ("memory_vectors", "fragments"):
+        name = sql.Identifier(table)
+        conn.execute(
+            sql.SQL(
+                "ALTER TABLE {t} ADD CONSTRAINT {c} CHECK (vector_dims(embedding) = {d})"
+            ).format(t=name, c=sql.Identifier(f"{table}_dimensions"), d=sql.Literal(dimensions))
+        )
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX {i} ON {t} USING hnsw ((embedding::vector({d})) vector_cosine_ops) "
+                "WITH (m = 16, ef_construction = 64)"
+            ).format(i=sql.Identifier(f"{table}_hnsw"), t=name, d=sql.Literal(dimensions))
+        )
+
+
+def dimensions(conn: Conn) -> int | None:
+    """The store's recorded vector dimension, or ``None`` before any model was recorded."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'dimensions'").fetchone()
+    return None if row is None else int(row[0])

@@ -1,0 +1,100 @@
+"""Running the engine's own behaviour tests on the SQLite backend and on PostgreSQL.
+
+Each ``test_conformance_*.py`` module imports one engine test module unchanged
+(:func:`load_tests`) and these fixtures, so its tests run twice: once as
+written, once with every ``Store.open(":memory:", ...)`` they make opened on a
+fresh PostgreSQL schema instead (``postgresql://...?schema=...``), reached
+through the ``register_backends`` hook — the plugin module is registered here,
+as the entry point is not in pyproject yet. Tests that need a file (paths,
+copies, cache files) or a SQLite internal are left out by name.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from hypothesis import settings
+
+import embedmind
+from embedmind import plugins
+from embedmind.backend.postgres import plugin
+from embedmind.backend.postgres.testing import ThrowawayServer
+
+TESTS = Path(__file__).resolve().parents[1]
+_schemas = itertools.count()
+
+
+def load_tests(into: dict[str, Any], relative: str, skip: tuple[str, ...] = ()) -> None:
+    """Import the tests and fixtures of ``tests/<relative>`` into the module ``into``."""
+    path = TESTS / relative
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))  # their own sibling imports (oracles)
+    name = "conformance_" + relative.replace("/", "_").removesuffix(".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    for key, value in vars(module).items():
+        fixture = type(value).__name__ == "FixtureFunctionDefinition"
+        if (key.startswith("test_") and key not in skip) or fixture:
+            into[key] = value
+
+
+@pytest.fixture(scope="module")
+def _pg_url(pg_server: ThrowawayServer, pg_dsn: str) -> str:
+    return pg_server.url(str(psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _plugin() -> Iterator[None]:
+    plugins.register(plugin, name="postgresql-conformance")
+    yield
+    plugins.unregister(plugin)
+
+
+@pytest.fixture(autouse=True, params=["sqlite", "postgresql"])
+def backend_kind(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, _pg_url: str
+) -> str:
+    """Each test twice: as written, and with ``:memory:`` stores on a fresh PostgreSQL schema."""
+    if request.param == "postgresql":
+        _fewer_examples(request, monkeypatch)
+        opened = embedmind.Store.open.__func__  # type: ignore[attr-defined]
+
+        def open_on_postgres(cls: type, path: Any, *args: Any, **kwargs: Any) -> Any:
+            if path == ":memory:":
+                path = f"{_pg_url}?schema=c{next(_schemas)}"
+            return opened(cls, path, *args, **kwargs)
+
+        monkeypatch.setattr(embedmind.Store, "open", classmethod(open_on_postgres))
+    return str(request.param)
+
+
+PG_SHARE = 4
+"""On PostgreSQL a property runs a quarter of its examples: each one opens a store
+(a schema, its migrations, a pool), 50-100 times the cost of ``:memory:``; the full
+count runs on SQLite, and the soak profiles raise both."""
+
+
+def _fewer_examples(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = f"postgresql-conformance-{settings.default.max_examples}"
+    fewer = max(5, settings.default.max_examples // PG_SHARE)
+    settings.register_profile(name, parent=settings.default, max_examples=fewer)
+    previous = settings.get_current_profile_name()
+    settings.load_profile(name)  # properties that build their settings when they run
+    request.addfinalizer(lambda: settings.load_profile(previous))
+    test = request.function
+    own = getattr(test, "_hypothesis_internal_use_settings", None)
+    if own is not None and own.max_examples > fewer:  # settings fixed when it was defined
+        share = max(5, own.max_examples // PG_SHARE)
+        monkeypatch.setattr(
+            test, "_hypothesis_internal_use_settings", settings(own, max_examples=share)
+        )

@@ -1,0 +1,106 @@
+"""Four writer processes and two readers on one database for 30 seconds.
+
+Through the backend API (``Store.open("postgresql://...")`` does not reach
+the backend until the engine runs on backend sessions); each process is
+``soak_worker.py``. Afterwards:
+
+* no acknowledged write is lost and none is stored twice, and nothing that was
+  not acknowledged is stored (no write failed here, so none may be ambiguous);
+* no process met an exception that is not an embedmind error (a raw one ends
+  the process with status 3);
+* every probe a writer acknowledged was found, by its id, as the top text hit
+  for its unique word and among the top vector hits for its vector, by a
+  reader at its next call after the acknowledgement — and enough were checked;
+* the text index (postings, documents, statistics) equals a rebuild.
+
+``EMBEDMIND_PG_SOAK_SECONDS`` shortens (or lengthens) the run for development.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import psycopg
+
+from embedmind.backend.postgres import lexical, schema
+from embedmind.backend.postgres.backend import FACTORY
+from embedmind.backend.postgres.testing import ThrowawayServer
+from embedmind.backend.values import OpenOptions
+
+SECONDS = float(os.environ.get("EMBEDMIND_PG_SOAK_SECONDS", "30"))
+WRITERS, READERS = 4, 2
+WORKER = Path(__file__).with_name("soak_worker.py")
+
+
+def test_four_writers_and_two_readers(
+    pg_server: ThrowawayServer, pg_dsn: str, tmp_path: Path
+) -> None:
+    dbname = psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]
+    url = pg_server.url(str(dbname)) + "?schema=soak"
+    backend = FACTORY.open(OpenOptions(url))  # migrated once, before the race
+    with backend.write() as w:
+        w.meta.write_identity({"model_id": "soak", "dims": "8", "metric": "cosine"})
+    backend.close()
+    probes = tmp_path / "probes.jsonl"
+    probes.touch()
+    roles = ["writer"] * WRITERS + ["reader"] * READERS
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), role, url, str(n), str(probes)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for n, role in enumerate(roles)
+    ]  # fmt: skip
+    waited = time.monotonic()
+    while len(list(tmp_path.glob("probes.jsonl.ready.*"))) < len(roles):
+        assert all(p.poll() is None for p in procs), "a process ended before it was ready"
+        assert time.monotonic() - waited < 120, "the processes did not get ready"
+        time.sleep(0.05)
+    (tmp_path / "probes.jsonl.go.tmp").write_text(f"{time.time() + SECONDS!r}\n")
+    (tmp_path / "probes.jsonl.go.tmp").rename(tmp_path / "probes.jsonl.go")
+    results = []
+    for role, proc in zip(roles, procs, strict=True):
+        out, err = proc.communicate(timeout=SECONDS + 120)
+        assert proc.returncode == 0, f"a {role} failed (3: a raw exception):\n{err[-3000:]}"
+        results.append(json.loads(out))
+    writers, readers = results[:WRITERS], results[WRITERS:]
+    acknowledged = [i for r in writers for i in r["acknowledged"]]
+    errors = sum((Counter(r["errors"]) for r in results), Counter())
+    assert not errors, f"embedmind errors under plain load: {dict(errors)}"
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        schema.use_schema(conn, "soak")
+        stored = [r[0] for r in conn.execute("SELECT id FROM memories")]
+        assert len(stored) == len(set(stored))
+        assert sorted(stored) == sorted(acknowledged), "lost, doubled or unacknowledged writes"
+        [vectors] = conn.execute("SELECT count(*) FROM memory_vectors").fetchone() or [0]
+        assert vectors == len(stored)
+        snapshot = (
+            set(conn.execute("SELECT term, key, tf, length FROM lex_postings").fetchall()),
+            set(conn.execute("SELECT key, length, prev_key, next_key FROM lex_docs").fetchall()),
+            lexical.statistics(conn),
+        )
+        with conn.transaction():
+            lexical.rebuild(conn, session_context=True)
+        assert snapshot == (
+            set(conn.execute("SELECT term, key, tf, length FROM lex_postings").fetchall()),
+            set(conn.execute("SELECT key, length, prev_key, next_key FROM lex_docs").fetchall()),
+            lexical.statistics(conn),
+        )
+
+    probe_count = sum(1 for i in acknowledged if i.startswith("p"))
+    misses = [m for r in readers for m in r["misses"]]
+    assert not misses, misses
+    # Each reader checks every probe acknowledged before its last call.
+    assert all(r["checked"] >= probe_count * 0.8 for r in readers), (probe_count, readers)
+    assert probe_count >= WRITERS * 2 and all(r["calls"] > 5 for r in readers)
+    print(
+        f"soak {SECONDS:g}s: {len(acknowledged)} writes ({len(acknowledged) / SECONDS:.0f}/s), "
+        f"{probe_count} probes, reader calls {[r['calls'] for r in readers]}"
+    )
