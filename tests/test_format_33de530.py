@@ -69,6 +69,8 @@ CHANGED = {
     "cli/recall-hybrid": FUSION + " (the CLI's JSON holds the same hits)",
     "recall/rerank/reorder": "3cac26c: rerank_alpha reranks a pool of 40 whatever k (was 4k)",
     "recall/expand-related/hybrid": FUSION + "; the appended neighbours follow the new hits",
+    "fragments/buffer": "262ea5c: equal scores (here the zero-cosine tail) are ordered by key, "
+    "so a deeper search cannot change the first hits",
 }
 """Answers that differ from 33de530's on purpose, with why (each must really differ)."""
 
