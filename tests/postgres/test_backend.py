@@ -225,13 +225,11 @@ def test_fragments_and_links(backend) -> None:
         assert links == [("l/z", "l/b", None, "pre-existing"), ("l/z", "l/c", None, "all")]
 
 
-def test_the_plugin_registers_the_factory_for_postgresql_urls() -> None:
+def test_the_entry_point_registers_the_factory_for_postgresql_urls() -> None:
+    # Through the `embedmind` entry-point group, as a third-party backend would be.
     from embedmind import plugins
     from embedmind.backend.postgres import plugin
 
-    plugins.register(plugin, name="postgresql-under-test")
-    try:
-        assert plugins.backend_for("postgresql://u@h/db?schema=x") is FACTORY
-        assert plugins.backend_for("memories.mind") is not FACTORY
-    finally:
-        plugins.unregister(plugin)
+    assert plugins.manager().get_name(plugin) == "entrypoint:postgresql"
+    assert plugins.backend_for("postgresql://u@h/db?schema=x") is FACTORY
+    assert plugins.backend_for("memories.mind") is not FACTORY
