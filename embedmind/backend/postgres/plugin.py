@@ -15,6 +15,8 @@ from embedmind.hookspecs import hookimpl
 @hookimpl
 def register_backends(register: Callable[..., None]) -> None:
     """Register the PostgreSQL backend for ``postgresql://`` and ``postgres://`` URLs."""
-    from embedmind.backend.postgres.backend import FACTORY  # psycopg loads on first use
-
+    try:  # the driver comes with `embedmind[postgres]`; without it, SQLite stores still open
+        from embedmind.backend.postgres.backend import FACTORY
+    except ImportError:
+        return
     register("postgresql", FACTORY)
