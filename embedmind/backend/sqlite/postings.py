@@ -129,27 +129,14 @@ BlockWrite = tuple[int | None, int, int, Postings]
 
 def write_blocks(conn: apsw.Connection, writes: Sequence[BlockWrite], version: int) -> None:
     """Insert or overwrite many blocks."""
-    inserts, updates = [], []
-    for block_id, term_id, first_key, postings in writes:
-        values = _block_values(term_id, first_key, postings, version)
-        if block_id is None:
-            inserts.append(values)
-        else:
-            updates.append((*values, block_id))
-    # Updates first: a split lowers the old block's first key, and the new upper
-    # block takes the old first key, which (term_id, first_key) holds unique.
-    if updates:
-        conn.executemany(
-            "UPDATE lex_blocks SET term_id = ?, first_key = ?, count = ?, max_tf = ?, "
-            "min_length = ?, version = ?, data = ? WHERE block_id = ?",
-            updates,
-        )
-    if inserts:
-        conn.executemany(
-            "INSERT INTO lex_blocks (term_id, first_key, count, max_tf, min_length, version, data) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            inserts,
-        )
+    write_encoded(
+        conn,
+        [
+            (block, term, first, len(p), int(p.tfs.max()), int(p.lengths.min()), encode(p))
+            for block, term, first, p in writes
+        ],
+        version,
+    )
 
 
 EncodedBlock = tuple[int | None, int, int, int, int, int, bytes]
@@ -174,20 +161,6 @@ def write_encoded(conn: apsw.Connection, blocks: Sequence[EncodedBlock], version
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             inserts,
         )
-
-
-def _block_values(
-    term_id: int, first_key: int, postings: Postings, version: int
-) -> tuple[int, int, int, int, int, int, bytes]:
-    return (
-        term_id,
-        first_key,
-        len(postings),
-        int(postings.tfs.max()),
-        int(postings.lengths.min()),
-        version,
-        encode(postings),
-    )
 
 
 def block_for_key(conn: apsw.Connection, term_id: int, key: int) -> BlockRow | None:
