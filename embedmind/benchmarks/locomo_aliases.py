@@ -32,12 +32,11 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from embedmind.benchmarks.locomo_data import Question, data_path, load
-from embedmind.benchmarks.locomo_query_side import per_question, table
+from embedmind.benchmarks.locomo_data import data_path, load
+from embedmind.benchmarks.locomo_query_side import answers, table
 from embedmind.benchmarks.locomo_tuning import ingest
 from embedmind.lexical import aliases as lexical_aliases
 from embedmind.lexical.analyzer import analyze
@@ -82,22 +81,6 @@ def query_weight(value: float) -> Iterator[None]:
         lexical_aliases.QUERY_WEIGHT = saved
 
 
-def ask(
-    store: Store, questions: Sequence[Question], vectors: Sequence[Any], mode: str
-) -> tuple[np.ndarray, float, list[list[str]]]:
-    """Per-question ``(recall@10, hit@10)`` rows, the p50 recall latency (ms) and the ids."""
-    rows, seconds, ids = [], [], []
-    for question, vector in zip(questions, vectors, strict=True):
-        started = time.perf_counter()
-        found = store.recall(
-            question.text, k=10, namespace=question.namespace, vector=vector, mode=mode
-        )
-        seconds.append(time.perf_counter() - started)
-        rows.append(per_question(found.ids, question))
-        ids.append(found.ids)
-    return np.asarray(rows), float(np.median(seconds) * 1000), ids
-
-
 def holding(texts: Sequence[str]) -> int:
     """How many of ``texts`` hold a key of :data:`GENERIC` (after analysis)."""
     table = lexical_aliases.Table.compile(GENERIC.items())
@@ -122,18 +105,18 @@ def main(argv: Sequence[str] = ()) -> None:
         vectors = [embedder.embed_query(q.text) for q in questions]
         base_ids: dict[str, list[list[str]]] = {}
         for mode in runs:
-            rows, p50, base_ids[mode] = ask(store, questions, vectors, mode)
+            rows, p50, base_ids[mode] = answers(store, questions, vectors, mode=mode)
             runs[mode]["base"] = (rows, p50)
         started = time.perf_counter()
         reindexed = store.set_aliases(GENERIC)
         set_seconds = time.perf_counter() - started
         for mode in runs:
-            runs[mode]["generic"] = ask(store, questions, vectors, mode)[:2]
+            runs[mode]["generic"] = answers(store, questions, vectors, mode=mode)[:2]
             with query_weight(1.0):
-                runs[mode]["generic q=1.0"] = ask(store, questions, vectors, mode)[:2]
+                runs[mode]["generic q=1.0"] = answers(store, questions, vectors, mode=mode)[:2]
         store.set_aliases({}, replace=True)
         for mode in runs:
-            rows, p50, ids = ask(store, questions, vectors, mode)
+            rows, p50, ids = answers(store, questions, vectors, mode=mode)
             if ids != base_ids[mode]:
                 raise SystemExit(f"{mode}: an emptied alias table does not rank as no table")
             runs[mode]["emptied"] = (rows, p50)

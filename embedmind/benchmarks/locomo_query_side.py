@@ -39,7 +39,7 @@ from embedmind import latest_value
 from embedmind.backend.sqlite.lexical import widening
 from embedmind.benchmarks.locomo_data import CATEGORIES, Question, data_path, load
 from embedmind.benchmarks.locomo_tuning import ingest
-from embedmind.benchmarks.metrics import hit_at_k, recall_at_k
+from embedmind.benchmarks.metrics import hit_at_k, mean_and_error, recall_at_k
 from embedmind.store import Store
 
 WIDEN_GRID = ((1, 10), (2, 5), (2, 10), (2, 20), (3, 10))
@@ -82,29 +82,30 @@ def per_question(ids: Sequence[str], question: Question) -> tuple[float, float]:
     return recall_at_k(ids, question.evidence, 10), hit_at_k(ids, question.evidence, 10)
 
 
+def answers(
+    store: Store, questions: Sequence[Question], vectors: Sequence[Any], **options: Any
+) -> tuple[np.ndarray, float, list[list[str]]]:
+    """Per-question ``(recall@10, hit@10)`` rows, the p50 recall latency (ms) and the ids."""
+    rows, seconds, ids = [], [], []
+    for question, vector in zip(questions, vectors, strict=True):
+        started = time.perf_counter()
+        found = store.recall(
+            question.text, k=10, namespace=question.namespace, vector=vector, **options
+        )
+        seconds.append(time.perf_counter() - started)
+        rows.append(per_question(found.ids, question))
+        ids.append(found.ids)
+    return np.asarray(rows), float(np.median(seconds) * 1000), ids
+
+
 def ask(
     store: Store, questions: Sequence[Question], vectors: Sequence[Any], setting: Setting
 ) -> tuple[np.ndarray, float]:
-    """Per-question ``(recall@10, hit@10)`` rows and the p50 recall latency (ms)."""
+    """Per-question ``(recall@10, hit@10)`` rows and the p50 recall latency (ms) of a setting."""
     _, options, values = setting
-    rows, seconds = [], []
     with constants(values):
-        for question, vector in zip(questions, vectors, strict=True):
-            started = time.perf_counter()
-            found = store.recall(
-                question.text, k=10, namespace=question.namespace, vector=vector, **options
-            )
-            seconds.append(time.perf_counter() - started)
-            rows.append(per_question(found.ids, question))
-    return np.asarray(rows), float(np.median(seconds) * 1000)
-
-
-def mean_se(values: np.ndarray) -> tuple[float, float]:
-    """Mean and its standard error."""
-    n = len(values)
-    if n < 2:
-        return float(values.mean()) if n else math.nan, math.nan
-    return float(values.mean()), float(values.std(ddof=1) / math.sqrt(n))
+        rows, p50, _ = answers(store, questions, vectors, **options)
+    return rows, p50
 
 
 def groups(questions: Sequence[Question]) -> dict[str, np.ndarray]:
@@ -124,9 +125,9 @@ def table(questions: Sequence[Question], runs: dict[str, tuple[np.ndarray, float
         for group, at in groups(questions).items():
             if not len(at):
                 continue
-            r, r_se = mean_se(rows[at, 0])
-            h, h_se = mean_se(rows[at, 1])
-            d, d_se = mean_se(rows[at, 0] - base[at, 0])
+            r, r_se = mean_and_error(rows[at, 0])
+            h, h_se = mean_and_error(rows[at, 1])
+            d, d_se = mean_and_error(rows[at, 0] - base[at, 0])
             lines.append(
                 f"{name:<16} {group:<12} {len(at):>4} {r:>7.3f} ± {r_se:.3f} {h:>7.3f} ± {h_se:.3f}"
                 f" {d:>+8.3f} ± {d_se:.3f} {p50 if group == 'overall' else math.nan:>7.2f}"

@@ -123,3 +123,20 @@ def growth(
     if cost_ratio is not None and cost_ratio > 0 and size_ratio != 1:
         exponent = math.log(cost_ratio) / math.log(size_ratio)
     return {"ratio": cost_ratio, "size_ratio": size_ratio, "exponent": exponent}
+
+
+def mean_and_error(values: Sequence[float]) -> tuple[float, float]:
+    """The mean of ``values`` and its standard error (0 for one value, NaN for none).
+
+    Example:
+        >>> [round(x, 4) for x in mean_and_error([1.0, 0.0, 1.0, 0.0])]
+        [0.5, 0.2887]
+    """
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, 0.0
+    variance = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(variance / n)

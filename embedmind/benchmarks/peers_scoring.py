@@ -16,24 +16,13 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from embedmind.benchmarks.locomo_data import CATEGORIES, KS, Question
-from embedmind.benchmarks.metrics import hit_at_k, recall_at_k
+from embedmind.benchmarks.metrics import hit_at_k, mean_and_error, recall_at_k
 
 FIGURES = tuple(f"{m}@{k}" for m in ("recall", "hit") for k in KS)
-
-
-def _mean_and_error(values: Sequence[float]) -> tuple[float, float]:
-    """The mean of ``values`` and its standard error (0 for a single value)."""
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, 0.0
-    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
-    return mean, math.sqrt(variance / n)
 
 
 def score(ranked: Iterable[tuple[Question, Sequence[str]]]) -> dict[str, dict[str, float]]:
@@ -57,6 +46,6 @@ def score(ranked: Iterable[tuple[Question, Sequence[str]]]) -> dict[str, dict[st
     for group, figures in values.items():
         row: dict[str, float] = {"questions": float(len(figures[FIGURES[0]]))}
         for name in FIGURES:
-            row[name], row[f"{name}_se"] = _mean_and_error(figures[name])
+            row[name], row[f"{name}_se"] = mean_and_error(figures[name])
         out[group] = row
     return out
