@@ -234,7 +234,7 @@ CASES = [
     # The alias table is configuration: its changes and re-index rewrite postings, no memory row.
     Case("set_aliases", lambda w: w.store.set_aliases({"nyc": "new york"}) and None),
     Case("remove_aliases", lambda w: w.store.remove_aliases(["nyc"]) and None),
-    Case("reindex_aliases", lambda w: _reindex_aliases(w)),
+    Case("reindex_aliases", _reindex_aliases),
 ]  # fmt: skip
 MUTATORS = {case.method for case in CASES}
 
