@@ -31,10 +31,10 @@ import apsw
 
 from embedmind.backend.sqlite import fileio, migrations
 from embedmind.backend.sqlite.connection import MEMORY_PATH, ConnectionManager, fetch_one
-from embedmind.backend.sqlite.crashpoints import crashpoint
 from embedmind.backend.sqlite.locking import WriterLock
 from embedmind.backend.values import CHECKPOINT_TIMEOUT, Synchronous
 from embedmind.checks import finite_number
+from embedmind.crashpoints import crashpoint
 from embedmind.errors import InvalidInputError, StorageError, StoreBusyError
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Callable
 from contextlib import suppress
 
-from embedmind.backend.sqlite.crashpoints import crashpoint
+from embedmind.crashpoints import crashpoint
 from embedmind.errors import StorageError
 
 PRIVATE_MODE = 0o600

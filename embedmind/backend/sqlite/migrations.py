@@ -15,7 +15,7 @@ from collections.abc import Callable
 import apsw
 
 from embedmind.backend.sqlite import session_rows
-from embedmind.backend.sqlite.crashpoints import crashpoint
+from embedmind.crashpoints import crashpoint
 from embedmind.errors import SchemaVersionError
 
 Migration = Callable[[apsw.Connection], None]
