@@ -231,5 +231,5 @@ def test_the_entry_point_registers_the_factory_for_postgresql_urls() -> None:
     from embedmind.backend.postgres import plugin
 
     assert plugins.manager().get_name(plugin) == "entrypoint:postgresql"
-    assert plugins.backend_for("postgresql://u@h/db?schema=x") is FACTORY
-    assert plugins.backend_for("memories.mind") is not FACTORY
+    assert plugins.backend_for("postgresql://u@h/db?schema=x") is plugin.FACTORY
+    assert plugins.backend_for("memories.mind") is not plugin.FACTORY

@@ -1,7 +1,7 @@
 """The PostgreSQL backend: one schema in a PostgreSQL database with pgvector.
 
 ``Store.open("postgresql://user@host/db?schema=app_memory")`` reaches
-:data:`FACTORY` through the backend hook once the engine is wired; the
+:data:`FACTORY` through the plugin's deferred factory; the
 ``schema`` query parameter (default ``embedmind``) is the backend's own and is
 removed before the rest goes to libpq, so every libpq parameter (``sslmode``,
 ``connect_timeout``, ``application_name``...) works as usual.
@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from embedmind.backend.postgres import schema
 from embedmind.backend.postgres.connection import Database, translating
+from embedmind.backend.postgres.plugin import SCHEMES, claims
 from embedmind.backend.postgres.schema import DEFAULT_SCHEMA
 from embedmind.backend.postgres.session import PgRead, PgWrite
 from embedmind.backend.values import Capabilities, OpenOptions
@@ -33,7 +34,6 @@ CAPABILITIES = Capabilities(
     vacuum=True,
     multi_process=True,
 )
-SCHEMES = ("postgresql", "postgres")
 _OWN_PARAMETERS = ("schema",)
 
 
@@ -137,7 +137,7 @@ class PostgresFactory:
 
     def claims(self, location: str) -> bool:
         """``postgresql://...`` and ``postgres://...`` URLs."""
-        return location.split("://", 1)[0].lower() in SCHEMES and "://" in location
+        return claims(location)
 
     def open(self, options: OpenOptions) -> PostgresBackend:
         """Connect, migrate the schema (under the advisory lock) and open the pool."""

@@ -2,21 +2,65 @@
 
 Registered through the ``embedmind`` entry-point group (``postgresql =
 "embedmind.backend.postgres.plugin"``), exactly as a third-party backend would
-be; importing this module imports no driver (the factory does, when it opens).
+be. The registry loads this module in every process that opens a store, so it
+imports neither the driver nor the backend: the factory it registers claims
+URLs by their scheme and imports the backend when a PostgreSQL store opens.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from embedmind.errors import InvalidInputError
 from embedmind.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from embedmind.backend.protocol import Backend
+    from embedmind.backend.values import OpenOptions
+
+SCHEMES = ("postgresql", "postgres")
+
+
+def claims(location: str) -> bool:
+    """Whether ``location`` is a ``postgresql://`` or ``postgres://`` URL."""
+    scheme, sep, _ = location.partition("://")
+    return bool(sep) and scheme.lower() in SCHEMES
+
+
+class DeferredFactory:
+    """Claims PostgreSQL URLs; imports the backend (and psycopg) only to open one."""
+
+    name = "postgresql"
+    schemes: tuple[str, ...] = SCHEMES
+
+    def claims(self, location: str) -> bool:
+        """``postgresql://...`` and ``postgres://...`` URLs."""
+        return claims(location)
+
+    def open(self, options: OpenOptions) -> Backend:
+        """Open through :data:`embedmind.backend.postgres.backend.FACTORY`.
+
+        Raises:
+            InvalidInputError: When the driver is not installed (the fix:
+                ``pip install 'embedmind[postgres]'``).
+        """
+        try:
+            from embedmind.backend.postgres.backend import FACTORY
+        except ImportError as e:
+            raise InvalidInputError(
+                "location",
+                f"a PostgreSQL store needs the driver ({e.name or 'psycopg'} is not installed): "
+                "pip install 'embedmind[postgres]'",
+            ) from e
+        return FACTORY.open(options)
+
+
+FACTORY = DeferredFactory()
+"""What :func:`register_backends` registers."""
 
 
 @hookimpl
 def register_backends(register: Callable[..., None]) -> None:
     """Register the PostgreSQL backend for ``postgresql://`` and ``postgres://`` URLs."""
-    try:  # the driver comes with `embedmind[postgres]`; without it, SQLite stores still open
-        from embedmind.backend.postgres.backend import FACTORY
-    except ImportError:
-        return
     register("postgresql", FACTORY)
