@@ -1,7 +1,7 @@
 """The PostgreSQL backend: one schema in a PostgreSQL database with pgvector.
 
 ``Store.open("postgresql://user@host/db?schema=app_memory")`` reaches
-:data:`FACTORY` through the plugin's deferred factory; the
+:func:`open_backend` through the plugin's factory; the
 ``schema`` query parameter (default ``embedmind``) is the backend's own and is
 removed before the rest goes to libpq, so every libpq parameter (``sslmode``,
 ``connect_timeout``, ``application_name``...) works as usual.
@@ -18,9 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from embedmind.backend.postgres import schema
+from embedmind.backend.postgres import plugin, schema
 from embedmind.backend.postgres.connection import Database, translating
-from embedmind.backend.postgres.plugin import SCHEMES, claims
 from embedmind.backend.postgres.schema import DEFAULT_SCHEMA
 from embedmind.backend.postgres.session import PgRead, PgWrite
 from embedmind.backend.values import Capabilities, OpenOptions
@@ -129,24 +128,14 @@ class PostgresBackend:
         self.database.close()
 
 
-class PostgresFactory:
-    """The PostgreSQL :class:`~embedmind.backend.protocol.BackendFactory`."""
-
-    name = "postgresql"
-    schemes: tuple[str, ...] = SCHEMES
-
-    def claims(self, location: str) -> bool:
-        """``postgresql://...`` and ``postgres://...`` URLs."""
-        return claims(location)
-
-    def open(self, options: OpenOptions) -> PostgresBackend:
-        """Connect, migrate the schema (under the advisory lock) and open the pool."""
-        url, store_schema = split_location(options.location)
-        database = Database(url, store_schema, busy_timeout=options.busy_timeout)
-        # The vector dimension is fixed (and the HNSW indexes built) when the
-        # engine records its embedder: MetaWrites.write_identity.
-        return PostgresBackend(database, options.location)
+def open_backend(options: OpenOptions) -> PostgresBackend:
+    """Connect, migrate the schema (under the advisory lock) and open the pool."""
+    url, store_schema = split_location(options.location)
+    database = Database(url, store_schema, busy_timeout=options.busy_timeout)
+    # The vector dimension is fixed (and the HNSW indexes built) when the
+    # engine records its embedder: MetaWrites.write_identity.
+    return PostgresBackend(database, options.location)
 
 
-FACTORY = PostgresFactory()
-"""The factory a ``register_backends`` hook implementation registers."""
+FACTORY = plugin.FACTORY
+"""The one PostgreSQL factory (:class:`~embedmind.backend.postgres.plugin.DeferredFactory`)."""

@@ -29,7 +29,7 @@ def claims(location: str) -> bool:
 
 
 class DeferredFactory:
-    """Claims PostgreSQL URLs; imports the backend (and psycopg) only to open one."""
+    """The PostgreSQL factory: claims URLs here, imports the backend (and psycopg) to open one."""
 
     name = "postgresql"
     schemes: tuple[str, ...] = SCHEMES
@@ -39,21 +39,21 @@ class DeferredFactory:
         return claims(location)
 
     def open(self, options: OpenOptions) -> Backend:
-        """Open through :data:`embedmind.backend.postgres.backend.FACTORY`.
+        """Open through :func:`embedmind.backend.postgres.backend.open_backend`.
 
         Raises:
             InvalidInputError: When the driver is not installed (the fix:
                 ``pip install 'embedmind[postgres]'``).
         """
         try:
-            from embedmind.backend.postgres.backend import FACTORY
+            from embedmind.backend.postgres.backend import open_backend
         except ImportError as e:
             raise InvalidInputError(
                 "location",
                 f"a PostgreSQL store needs the driver ({e.name or 'psycopg'} is not installed): "
                 "pip install 'embedmind[postgres]'",
             ) from e
-        return FACTORY.open(options)
+        return open_backend(options)
 
 
 FACTORY = DeferredFactory()
