@@ -24,7 +24,7 @@ from typing import Any
 from tqdm import tqdm
 
 from embedmind.backend.protocol import Aliases, AliasWrites, Backend
-from embedmind.checks import has_surrogates
+from embedmind.checks import a_str
 from embedmind.crashpoints import crashpoint
 from embedmind.engine.commit import CommitPath
 from embedmind.errors import InvalidInputError
@@ -45,13 +45,7 @@ def normalised(key: str) -> str:
 
 def _text(value: object, field: str, what: str, limit: int) -> list[str]:
     """Check one key or target; return its analysed terms."""
-    if not isinstance(value, str):
-        raise InvalidInputError(field, f"expected a string {what}, got {type(value).__name__}")
-    if has_surrogates(value) or "\x00" in value:
-        raise InvalidInputError(field, f"the {what} holds NUL or unpaired surrogate characters")
-    if len(value) > MAX_CHARS:
-        raise InvalidInputError(field, f"the {what} is longer than {MAX_CHARS} characters")
-    terms = analyze(value)
+    terms = analyze(a_str(value, field, what=f"a string {what}", max_chars=MAX_CHARS))
     if not terms:
         raise InvalidInputError(
             field,

@@ -19,6 +19,7 @@ from typing import TypeGuard
 from embedmind.errors import InvalidInputError
 
 SURROGATE_MESSAGE = "contains unpaired surrogate characters"
+TEXT_MESSAGE = "contains NUL or unpaired surrogate characters"
 
 
 def has_surrogates(text: str) -> bool:
@@ -62,6 +63,43 @@ def no_surrogates(text: str, field: str) -> str:
     if has_surrogates(text):
         raise InvalidInputError(field, SURROGATE_MESSAGE)
     return text
+
+
+def a_str(value: object, field: str, *, what: str = "a str", max_chars: int | None = None) -> str:
+    r"""Check a text argument that is stored or bound as text.
+
+    A stored name, key, tag or id must be a ``str`` that SQLite and
+    PostgreSQL both take as text: no NUL (PostgreSQL refuses it in text and
+    C APIs cut at it) and no unpaired surrogate (see :func:`has_surrogates`).
+
+    Args:
+        value: The argument.
+        field: The argument name, for the error message.
+        what: What was expected, for the type error ("a str", "a string key").
+        max_chars: The longest text accepted, in characters (``None``: no limit).
+
+    Returns:
+        ``value``, unchanged.
+
+    Raises:
+        InvalidInputError: When ``value`` is not a ``str``, holds NUL or a
+            surrogate, or is longer than ``max_chars``.
+
+    Example:
+        >>> a_str("dentist", "tags")
+        'dentist'
+        >>> a_str("a\x00b", "tags")
+        Traceback (most recent call last):
+        ...
+        embedmind.errors.InvalidInputError: tags: contains NUL or unpaired surrogate characters
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(field, f"expected {what}, got {type(value).__name__}")
+    if "\x00" in value or has_surrogates(value):
+        raise InvalidInputError(field, TEXT_MESSAGE)
+    if max_chars is not None and len(value) > max_chars:
+        raise InvalidInputError(field, f"longer than {max_chars:,} characters")
+    return value
 
 
 def is_int(value: object) -> TypeGuard[int]:

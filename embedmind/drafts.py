@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from embedmind import timestamps
-from embedmind.checks import is_number, no_surrogates
+from embedmind.checks import a_str, is_number, no_surrogates
 from embedmind.errors import InvalidInputError
 from embedmind.ids import new_ulid, validate_id
 from embedmind.model import Draft, Level, Memory, Tier
@@ -184,9 +184,7 @@ def _check_json(value: object, path: str, depth: int) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidInputError(path, f"keys must be str, got {type(key).__name__}")
-            no_surrogates(key, path)
-            if "\x00" in key:
-                raise InvalidInputError(path, "keys must not contain NUL")
+            a_str(key, path)
             _check_json(item, f"{path}[{key!r}]", depth + 1)
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
@@ -231,13 +229,10 @@ MAX_KIND_BYTES = 64
 
 
 def _bounded(value: object, field: str, limit: int) -> str:
-    if not isinstance(value, str):
-        raise InvalidInputError(field, f"expected a str, got {type(value).__name__}")
-    no_surrogates(value, field)
-    size = len(value.encode("utf-8"))
-    if not 1 <= size <= limit or "\x00" in value:
-        raise InvalidInputError(field, f"must be 1-{limit} bytes of UTF-8 without NUL")
-    return value
+    text = a_str(value, field)
+    if not 1 <= len(text.encode("utf-8")) <= limit:
+        raise InvalidInputError(field, f"must be 1-{limit} bytes of UTF-8")
+    return text
 
 
 def _entities(values: object) -> tuple[str, ...]:
@@ -266,12 +261,7 @@ def _ids(values: object, field: str) -> list[str]:
 
 
 def _plain_text(value: object, field: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidInputError(field, f"expected a str, got {type(value).__name__}")
-    if "\x00" in value or len(value) > 256:
-        raise InvalidInputError(field, "must be at most 256 characters, without NUL")
-    no_surrogates(value, field)
-    return value
+    return a_str(value, field, max_chars=256)
 
 
 def _enum(enum: type[Tier] | type[Level], value: object, field: str) -> str:

@@ -11,7 +11,7 @@ import os
 import threading
 import time
 
-from embedmind.checks import has_surrogates
+from embedmind.checks import a_str
 from embedmind.errors import InvalidInputError
 
 MAX_ID_CHARS = 256
@@ -51,12 +51,7 @@ def validate_id(value: object, field: str = "id") -> str:
         InvalidInputError: When the id is not a str, is empty or blank, is longer
             than :data:`MAX_ID_CHARS`, or contains NUL or surrogates.
     """
-    if not isinstance(value, str):
-        raise InvalidInputError(field, f"expected a str, got {type(value).__name__}")
-    if not value.strip():
+    text = a_str(value, field, max_chars=MAX_ID_CHARS)
+    if not text.strip():
         raise InvalidInputError(field, "must not be empty or blank")
-    if len(value) > MAX_ID_CHARS:
-        raise InvalidInputError(field, f"longer than {MAX_ID_CHARS} characters")
-    if "\x00" in value or has_surrogates(value):
-        raise InvalidInputError(field, "contains NUL or surrogate characters")
-    return value
+    return text

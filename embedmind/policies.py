@@ -47,8 +47,13 @@ class FragmentPolicy:
             InvalidInputError: When the name is unknown or the sizes are invalid.
         """
         an_int(self.window, "window", low=1)
-        if not isinstance(self.overlap, int) or not 0 <= self.overlap < self.window:
-            raise InvalidInputError("overlap", "expected an int within [0, window)")
+        an_int(
+            self.overlap,
+            "overlap",
+            low=0,
+            high=self.window - 1,
+            message="expected an int within [0, window)",
+        )
         if callable(self.chunker):
             return self.chunker
         from embedmind.plugins import chunkers

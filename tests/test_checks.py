@@ -11,6 +11,7 @@ import embedmind
 from embedmind import checks
 from embedmind.checks import (
     SURROGATE_MESSAGE,
+    a_str,
     an_int,
     finite_number,
     has_surrogates,
@@ -143,3 +144,69 @@ def test_a_store_refuses_a_busy_timeout_that_is_not_a_positive_finite_number(bad
     with pytest.raises(InvalidInputError) as caught:
         embedmind.Store.open(":memory:", embedder=None, busy_timeout=bad)  # type: ignore[arg-type]
     assert str(caught.value) == "busy_timeout: must be a positive number of seconds"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("a\x00b", "contains NUL or unpaired surrogate characters"),
+        ("bad \ud800", "contains NUL or unpaired surrogate characters"),
+        ("x" * 11, "longer than 10 characters"),
+        (b"bytes", "expected a str, got bytes"),
+        (None, "expected a str, got NoneType"),
+    ],
+)
+def test_a_str_refuses_what_cannot_be_stored_as_text(value: object, message: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        a_str(value, "tags", max_chars=10)
+    assert str(caught.value) == f"tags: {message}"
+
+
+def test_a_str_takes_the_longest_text_allowed_and_names_what_was_expected() -> None:
+    assert a_str("x" * 10, "tags", max_chars=10) == "x" * 10
+    assert a_str("", "tags") == ""
+    with pytest.raises(InvalidInputError, match=r"^key: expected a string key, got int$"):
+        a_str(3, "key", what="a string key")
+
+
+# Every stored text argument of the public write path, each given one bad value. Each must be
+# refused by the shared check with an InvalidInputError naming its field, before anything is
+# written: a site that skipped the check would store NUL (which PostgreSQL refuses mid-transaction)
+# or fail with a raw UnicodeEncodeError.
+_TEXT_ARGUMENTS: list[tuple[str, dict[str, object]]] = [
+    ("id", {"id": "m\x00"}),
+    ("tags", {"tags": ["ok", "t\ud800"]}),
+    ("agent", {"agent": "a\x00"}),
+    ("session_id", {"session_id": "s\udfff"}),
+    ("entities", {"entities": ["Ann\x00"]}),
+    ("relations", {"relations": [("knows\x00", "someone")]}),
+    ("metadata", {"metadata": {"k\x00": 1}}),
+    ("metadata", {"metadata": {"k\ud800": 1}}),
+]
+
+
+@pytest.mark.parametrize(("field", "arguments"), _TEXT_ARGUMENTS)
+def test_every_stored_text_argument_is_refused_with_nul_or_surrogates(
+    field: str, arguments: dict[str, object]
+) -> None:
+    with embedmind.Store.open(":memory:", embedder=None) as store:
+        with pytest.raises(InvalidInputError) as caught:
+            store.remember("a text", **arguments)  # type: ignore[arg-type]
+        assert caught.value.field.split("[")[0] == field
+        assert list(store.iter()) == []
+
+
+@pytest.mark.parametrize("bad", ["k\x00", "k\ud800", 7])
+def test_an_alias_key_is_refused_by_the_same_check(bad: object) -> None:
+    with embedmind.Store.open(":memory:", embedder=None) as store:
+        with pytest.raises(InvalidInputError):
+            store.set_aliases({bad: "new york"})  # type: ignore[dict-item]
+        assert store.aliases() == {}
+
+
+def test_a_fragment_overlap_of_true_is_not_taken_as_one() -> None:
+    from embedmind.policies import FragmentPolicy
+
+    with pytest.raises(InvalidInputError, match=r"^overlap: expected an int within \[0, window\)$"):
+        FragmentPolicy(window=4, overlap=True).resolve()  # type: ignore[arg-type]
+    assert FragmentPolicy(window=4, overlap=3).resolve() is not None

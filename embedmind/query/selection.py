@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from embedmind.checks import no_surrogates
+from embedmind.checks import a_str
 from embedmind.errors import InvalidInputError
 from embedmind.model import Level, Tier
 from embedmind.query.scope import Scope
@@ -84,9 +84,9 @@ class Selection:
         return cls(
             now=now,
             scope=scope,
-            agent=None if agent is None else _text(agent, "agent"),
-            session_id=None if session_id is None else _text(session_id, "session_id"),
-            tags=tuple(dict.fromkeys(_text(v, "tags") for v in _as_list(tags, "tags"))),
+            agent=None if agent is None else a_str(agent, "agent"),
+            session_id=None if session_id is None else a_str(session_id, "session_id"),
+            tags=tuple(dict.fromkeys(a_str(v, "tags") for v in _as_list(tags, "tags"))),
             tiers=_enums(Tier, tiers, "tiers"),
             levels=_enums(Level, levels, "levels"),
             include_expired=include_expired,
@@ -102,12 +102,6 @@ def _as_list(values: object, field: str) -> list[Any]:
     if isinstance(values, str) or not isinstance(values, Sequence):
         raise InvalidInputError(field, "expected a list")
     return list(values)
-
-
-def _text(value: object, field: str) -> str:
-    if not isinstance(value, str) or "\x00" in value:
-        raise InvalidInputError(field, "expected a str without NUL")
-    return no_surrogates(value, field)  # bound as UTF-8: a lone surrogate is a raw error
 
 
 def _enums(enum: type[Tier] | type[Level], values: object, field: str) -> tuple[str, ...]:
