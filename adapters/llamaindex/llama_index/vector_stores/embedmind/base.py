@@ -10,10 +10,16 @@ document before the top-k cut. Similarities lie in [0, 1]; see
 :mod:`.scoring` for what each query mode reports. The store's embedder must be
 the model LlamaIndex embeds with; a node or query embedding of another length
 is refused with the line to write instead.
+
+The async methods (``async_add``, ``aquery``, ``aget_nodes``, ``adelete``,
+``adelete_nodes``, ``aclear``) run their sync twin in a worker thread
+(``asyncio.to_thread``): the engine's API is synchronous, on SQLite and on
+PostgreSQL alike, and LlamaIndex's defaults would run it on the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -136,6 +142,41 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
     def _delete_where(self, where: dict[str, Any] | None) -> None:
         for memory in list(self._iter(where)):
             self._store.delete(memory.id)
+
+    # -- async: the sync methods in a worker thread, never on the event loop ----
+
+    async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
+        """:meth:`add` in a worker thread."""
+        return await asyncio.to_thread(self.add, nodes, **kwargs)
+
+    async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """:meth:`delete` in a worker thread."""
+        await asyncio.to_thread(self.delete, ref_doc_id, **delete_kwargs)
+
+    async def adelete_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        """:meth:`delete_nodes` in a worker thread."""
+        await asyncio.to_thread(self.delete_nodes, node_ids, filters, **delete_kwargs)
+
+    async def aclear(self) -> None:
+        """:meth:`clear` in a worker thread."""
+        await asyncio.to_thread(self.clear)
+
+    async def aget_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+    ) -> list[BaseNode]:
+        """:meth:`get_nodes` in a worker thread."""
+        return await asyncio.to_thread(self.get_nodes, node_ids, filters)
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """:meth:`query` in a worker thread."""
+        return await asyncio.to_thread(self.query, query, **kwargs)
 
     # -- reads -----------------------------------------------------------------
 
