@@ -53,6 +53,11 @@ class MaintenanceMethods(Facade):
                 not be truncated within ``checkpoint_timeout`` (a reader holds a
                 snapshot, or the disk is full): the old bytes stay in the WAL
                 until the readers finish; run the same redact again then.
+
+        On PostgreSQL every row and index of the store is rewritten just the
+        same, but the server's WAL, archives, replicas and backups keep the old
+        bytes until its operators expire them (the backend declares no secure
+        delete; ``docs/explanation/backends.md``).
         """
         return maintenance.redact(
             self._engine, id, new_content, now=now, checkpoint_timeout=checkpoint_timeout

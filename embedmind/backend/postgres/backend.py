@@ -106,8 +106,15 @@ class PostgresBackend:
         """No-op: nothing derived from content is cached in this process."""
 
     def checkpoint(self, timeout: float) -> str | None:
-        """No-op: the server checkpoints its own WAL."""
-        return "PostgreSQL checkpoints its write-ahead log itself"
+        """No-op returning ``None``: the server checkpoints its own WAL.
+
+        There is no log of the store's own to fold back: the old row versions
+        a redaction leaves are pruned by (auto)vacuum, and the copies in the
+        server's WAL, archives, replicas and backups are its operators' to
+        expire (``CAPABILITIES.secure_delete`` is false), so a caller waiting
+        on this could never succeed by waiting longer.
+        """
+        return None
 
     def vacuum(self) -> None:
         """``VACUUM (ANALYZE)`` the store's tables (space goes back to PostgreSQL, not the OS)."""
