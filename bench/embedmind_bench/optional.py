@@ -1,12 +1,12 @@
 """Import optional peers without ever failing a run because one is missing.
 
-Peers come from the ``bench`` extra; a benchmark asks :func:`load` and gets
+Peers come from the ``peers`` extra of embedmind-bench; a benchmark asks :func:`load` and gets
 either the module or a one-line reason to print in a ``skipped`` row.
 
 Example:
     >>> module, reason = load("no_such_peer_module")
     >>> module is None, reason
-    (True, 'no_such_peer_module not installed (pip install "embedmind[bench]")')
+    (True, 'no_such_peer_module not installed (pip install "embedmind-bench[peers]")')
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from contextlib import suppress
 from types import ModuleType
 from typing import Any
 
-INSTALL_HINT = 'pip install "embedmind[bench]"'
+INSTALL_HINT = 'pip install "embedmind-bench[peers]"'
 # Environment set before a peer's first import: LanceDB's Rust logger
 # otherwise prints a deprecation warning on every query.
 _QUIET = {"lancedb": ("LANCEDB_LOG", "error")}

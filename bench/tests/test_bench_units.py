@@ -206,7 +206,7 @@ def test_a_missing_peer_is_a_reason_not_an_exception(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss now raises ImportError
     module, reason = optional.load("faiss")
     assert module is None
-    assert reason == 'faiss not installed (pip install "embedmind[bench]")'
+    assert reason == 'faiss not installed (pip install "embedmind-bench[peers]")'
     assert optional.load("json") == (json, "")
 
 
@@ -219,7 +219,7 @@ def test_a_missing_vector_peer_is_skipped(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert engine is None
     assert figures == {
         "status": "skipped",
-        "reason": 'hnswlib not installed (pip install "embedmind[bench]")',
+        "reason": 'hnswlib not installed (pip install "embedmind-bench[peers]")',
     }
 
 
