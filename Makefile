@@ -14,6 +14,9 @@ $(BIN)/python:
 	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
 
 ADAPTERS := adapters/langchain adapters/llamaindex
+# Separate distributions beside the engine, installed editable with their tests:
+# the adapters and the benchmarks (embedmind-bench, `embedmind bench`).
+DISTRIBUTIONS := $(ADAPTERS) bench
 
 # `make demo` needs the engine only (no dev tools): not editable, because every
 # editable mode of setuptools prints a warning for this layout, so it is reinstalled
@@ -27,8 +30,8 @@ $(DEMO_STAMP): pyproject.toml $(ENGINE_FILES) | $(BIN)/python
 	else $(BIN)/python -m pip install $(PIP_FLAGS) .; fi
 	touch $(DEMO_STAMP)
 
-$(STAMP): pyproject.toml $(foreach a,$(ADAPTERS),$(a)/pyproject.toml) | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]' $(foreach a,$(ADAPTERS),-e '$(a)[test]')
+$(STAMP): pyproject.toml $(foreach d,$(DISTRIBUTIONS),$(d)/pyproject.toml) | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]' $(foreach d,$(DISTRIBUTIONS),-e '$(d)[test]')
 	touch $(STAMP)
 
 demo: $(DEMO_STAMP)
@@ -36,7 +39,7 @@ demo: $(DEMO_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check embedmind tests scripts adapters
+	$(BIN)/ruff format --check embedmind tests scripts adapters bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -47,13 +50,13 @@ importlint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest
 	cd notebooks && ../$(BIN)/python -m pytest --nbmake -q -p no:cacheprovider .
-	for adapter in $(ADAPTERS); do (cd $$adapter && $(CURDIR)/$(BIN)/python -m pytest) || exit 1; done
+	for dist in $(DISTRIBUTIONS); do (cd $$dist && $(CURDIR)/$(BIN)/python -m pytest) || exit 1; done
 
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet -d build/site
 
-# The three wheels (embedmind, langchain-embedmind, llama-index-vector-stores-embedmind)
-# into dist/, built offline; check-dist installs each README "Install" line from them
+# The four wheels (embedmind, langchain-embedmind, llama-index-vector-stores-embedmind,
+# embedmind-bench) into dist/, built offline; check-dist installs each README "Install" line from them
 # into a fresh venv with --no-index and runs the README tour (third-party wheels are
 # downloaded once into build/wheelhouse).
 dist: $(STAMP)
@@ -64,14 +67,15 @@ check-dist: $(STAMP)
 
 test: lint typecheck importlint docs unit check-dist
 
-# Benchmarks (docs/benchmarks.md): peers come from the `bench` extra, installed
-# once into the same environment. Each target prints tables and writes JSON
+# Benchmarks (docs/benchmarks.md): the bench/ distribution, installed editable by
+# $(STAMP); its peers come from its `peers` extra, installed once into the same
+# environment (never by `make test`). Each target prints tables and writes JSON
 # under build/bench/. `bench` is the acceptance pair (under 15 minutes each);
 # the 100k and 1M targets are for a quiet machine (each run under an hour).
 BENCH_STAMP := $(VENV)/.bench-installed
 
-$(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev,bench]'
+$(BENCH_STAMP): $(STAMP) bench/pyproject.toml
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]' -e 'bench[test,peers]'
 	touch $(BENCH_STAMP)
 
 # Exit code 5 is "skipped" (no LoCoMo data here), not a failure.

@@ -2,7 +2,7 @@
 
 ``remember_many`` of 100k drafts with vectors used to validate and normalise
 each vector in its own numpy calls (14 % of a bulk load's profile,
-``python -m embedmind.benchmarks.ingest_profile``). Here the batch's vectors
+``python -m embedmind_bench.ingest_profile``). Here the batch's vectors
 are stacked into one matrix and checked (real numbers, length, finite,
 non-zero) and normalised in a handful of array operations. The per-row
 arithmetic is the one :func:`embedmind.embedders.adapt.normalized` does on a

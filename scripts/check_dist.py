@@ -1,10 +1,10 @@
-"""Build the three wheels, then install them as a user would: fresh venvs, offline.
+"""Build the four wheels, then install them as a user would: fresh venvs, offline.
 
 Usage: python scripts/check_dist.py [--build-only]
 
-``--build-only`` (``make dist``) builds the wheels of embedmind, langchain-embedmind
-and llama-index-vector-stores-embedmind into dist/ and fails if the build printed any
-warning (a deprecated ``project.license`` table printed hundreds). Without it
+``--build-only`` (``make dist``) builds the wheels of embedmind, langchain-embedmind,
+llama-index-vector-stores-embedmind and embedmind-bench into dist/ and fails if the
+build printed any warning (a deprecated ``project.license`` table printed hundreds). Without it
 (``make check-dist``, part of ``make test``) it goes on:
 
 1. fills build/wheelhouse with the third-party wheels every extra needs (``pip
@@ -35,15 +35,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECTS = [ROOT, ROOT / "adapters" / "langchain", ROOT / "adapters" / "llamaindex"]
+PROJECTS = [ROOT, ROOT / "adapters" / "langchain", ROOT / "adapters" / "llamaindex", ROOT / "bench"]
 DIST = ROOT / "dist"
 WHEELHOUSE = ROOT / "build" / "wheelhouse"
 README = ROOT / "README.md"
 # The build backend the wheelhouse carries for the from-clone lines (`pip install .`
 # builds in an isolated environment, which --no-index fills from the wheelhouse).
 BUILD_BACKEND = "setuptools>=77"
-# Extras a user never installs from the README: tools, and the benchmark peers.
-DEVELOPER_EXTRAS = {"dev", "bench"}
+# Extras of the engine a user never installs from the README: the tools.
+DEVELOPER_EXTRAS = {"dev"}
 # A Python warning class (SetuptoolsDeprecationWarning, BuildBackendWarning...),
 # a distutils `warning:` line or pip's `WARNING:`.
 WARNING = re.compile(r"\w*Warning\b|warning:", re.IGNORECASE)
@@ -55,8 +55,10 @@ PROMISES = {
     "mcp": ["mcp", "embedmind.cli.mcp_server"],
 }
 PROMISES["all"] = sorted({m for mods in PROMISES.values() for m in mods})
+PROMISES["bench"] = ["embedmind_bench.cli"]  # not part of [all]: its own distribution
 TRACE = bool(os.environ.get("CHECK_DIST_TRACE"))  # print each command and its duration
-FRAMEWORKS = ["langchain_core", "langgraph", "llama_index", "mcp"]
+# What the engine alone must not install: the frameworks, and the benchmarks.
+FRAMEWORKS = ["langchain_core", "langgraph", "llama_index", "mcp", "embedmind_bench"]
 
 
 def hermetic_env(**extra: str) -> dict[str, str]:
@@ -102,7 +104,7 @@ def clone_tree(into: Path) -> Path:
 
 
 def build_wheels(clone: Path) -> list[Path]:
-    """Build the three wheels of ``clone`` into dist/ offline; refuse any build warning."""
+    """Build the four wheels of ``clone`` into dist/ offline; refuse any build warning."""
     DIST.mkdir(exist_ok=True)
     for old in DIST.glob("*.whl"):
         old.unlink()

@@ -344,18 +344,6 @@ def test_reembed_refuses_fragments_given_as_vectors_unless_told_to_drop_them(
         assert s.fragments.query("tea", k=1)[0].record_id == "crops"
 
 
-@pytest.mark.parametrize("option", ["--workdir", "--json"])
-def test_bench_refuses_unusable_paths_before_running(
-    option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("")
-    path = tmp_path / "missing" if option == "--workdir" else blocker / "figures.json"
-    code, out, err = run(capsys, "bench", "vector", "--no-progress", option, str(path))
-    assert code == EXIT_INVALID and out == ""
-    assert _error_line(err).startswith(f"error: {option}: ") and str(path) in err
-
-
 def test_export_to_stdout_pipes_into_import_from_stdin(tmp_path: Path) -> None:
     cli = [sys.executable, "-m", "embedmind.cli.main", "--embedder", "hashing"]
     with embedmind.Store.open(tmp_path / "a.mind", embedder=HashingEmbedder()) as store:

@@ -233,16 +233,6 @@ def test_reembed_missing_fills_memories_written_without_a_vector(store: Path) ->
     assert again.returncode == EXIT_OK and again.stdout == "re-embedded 0 memories\n"
 
 
-def test_no_progress_before_bench_survives_the_workload_defaults() -> None:
-    parse = build_parser().parse_args
-    assert parse(["--no-progress", "bench", "vector"]).no_progress is True
-    assert parse(["bench", "vector", "--no-progress"]).no_progress is True
-    assert parse(["bench", "vector"]).no_progress is False
-    # bench's own --json is the figures file; the global one comes before bench.
-    args = parse(["--json", "bench", "vector", "--json", "figures.json"])
-    assert args.json is True and str(args.json_path) == "figures.json"
-
-
 def test_doctor_verify_names_a_damaged_memory_and_json_is_one_document(store: Path) -> None:
     with embedmind.Store.open(store) as s:
         s.remember("Bob keeps the spare key under the blue flowerpot", id="key")

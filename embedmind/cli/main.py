@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from embedmind.cli import aliases, bench, demo, doctor, global_options
+from embedmind.cli import aliases, bench_seam, demo, doctor, global_options
 from embedmind.cli.render import describe, jsonable, recall_lines
 from embedmind.embedders.adapt import DEFAULT
 from embedmind.errors import (
@@ -45,7 +45,7 @@ from embedmind.reembed import reembed
 from embedmind.store import Store
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_CONFLICT, EXIT_STORAGE = 0, 1, 2, 3, 4
-EXIT_SKIPPED = bench.EXIT_SKIPPED
+EXIT_SKIPPED = bench_seam.EXIT_SKIPPED
 DEFAULT_STORE = global_options.DEFAULT_STORE
 
 # The first matching row wins; rows for subclasses come before their bases.
@@ -374,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_parser = command("demo", help="remember a conversation and ask it questions")
     demo_parser.set_defaults(run=_demo, demo_store=":memory:")
     # bench has its own --json PATH and --no-progress: its globals come before it.
-    bench.add_parser(subparsers)
+    bench_seam.add_parser(subparsers)
     aliases.add_parser(subparsers, shared)
     return parser
 

@@ -37,7 +37,7 @@ FUSION_DEPTH = 20
 """Candidates each channel contributes to fusion (and the rerank pool), whatever ``k``.
 
 Chosen with :data:`FUSION_RRF_K` on the LoCoMo development split
-(``python -m embedmind.benchmarks.locomo_tuning``, ``docs/benchmarks.md``):
+(``python -m embedmind_bench.locomo_tuning``, ``docs/benchmarks.md``):
 with RRF 1, recall@10 is flat from depth 20 to 100 (0.663-0.667 without
 session context, 0.728-0.731 with it), and 20 costs what the old ``2k`` did
 at ``k = 10`` (depth 40 measured +0.6 ms p50). A depth tied to ``k`` made the

@@ -3,7 +3,7 @@
 :meth:`embedmind.backend.sqlite.lexical.index.LexicalIndex.add` hands the
 analysed documents of one transaction here. Instead of a Python loop per term
 (decode its last block, concatenate, slice, take the max and min, encode:
-a third of a bulk load's time, ``python -m embedmind.benchmarks.ingest_profile``),
+a third of a bulk load's time, ``python -m embedmind_bench.ingest_profile``),
 every posting of the batch is one row of four arrays; one sort groups them by
 term, each term's short last block is put in front of its new postings, and
 the block boundaries, their largest tf and smallest length come from

@@ -1,0 +1,294 @@
+"""The pure parts of ``embedmind bench``: fast, in the default run.
+
+Sizes, percentiles against numpy, recall@k/hit@k against hand oracles, the
+JSON report's schema, seeded vectors, round-robin timing, the skipped-peer
+path, and the CLI's parsing. The workloads themselves run at tiny sizes in
+``test_bench_workloads.py`` (marked ``bench``).
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from embedmind.cli.main import EXIT_INVALID, build_parser, main
+from embedmind_bench import cli as bench
+from embedmind_bench import metrics, optional, report, timing, vectordata
+from embedmind_bench.locomo_data import Question, score
+from embedmind_bench.sizes import parse_size, parse_sizes, size_label
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("10k", 10_000), ("100K", 100_000), ("1M", 1_000_000), ("1m", 1_000_000),
+     ("10000", 10_000), ("10_000", 10_000), ("1.5k", 1_500), (" 2k ", 2_000)],
+)  # fmt: skip
+def test_parse_size(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "k", "ten", "-5", "0", "1.5", "1.0001k"])
+def test_parse_size_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="size"):
+        parse_size(text)
+
+
+def test_parse_sizes_and_labels() -> None:
+    assert parse_sizes("10k,100k,1M,10k") == [10_000, 100_000, 1_000_000]
+    assert [size_label(s) for s in (500, 10_000, 1_500, 1_000_000, 2_500_000)] == [
+        "500", "10k", "1500", "1M", "2500k",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="no sizes"):
+        parse_sizes(" , ")
+
+
+def test_percentiles_match_numpy() -> None:
+    seconds = np.random.default_rng(5).exponential(0.002, 501).tolist()
+    for q in (50, 95, 99):
+        assert metrics.percentile_ms(seconds, q) == pytest.approx(np.percentile(seconds, q) * 1e3)
+    summary = metrics.latency(seconds)
+    assert summary["samples"] == 501
+    assert summary["p50_ms"] == pytest.approx(np.median(seconds) * 1e3)
+    assert metrics.percentile_ms([], 50) is None
+    assert metrics.latency([])["p95_ms"] is None
+
+
+def test_percentile_of_a_hand_sample() -> None:
+    # numpy's default: linear interpolation between the closest ranks.
+    assert metrics.percentile_ms([0.001, 0.002, 0.003, 0.004], 50) == pytest.approx(2.5)
+    assert metrics.percentile_ms([0.001, 0.002, 0.003, 0.004, 0.005], 95) == pytest.approx(4.8)
+
+
+def test_recall_and_hit_at_k_against_a_hand_oracle() -> None:
+    found = ["x", "a", "y", "b", "z"]
+    assert metrics.recall_at_k(found, {"a", "b"}, 1) == 0.0
+    assert metrics.recall_at_k(found, {"a", "b"}, 2) == 0.5
+    assert metrics.recall_at_k(found, {"a", "b"}, 4) == 1.0
+    assert metrics.recall_at_k(found, {"a", "b", "q"}, 10) == pytest.approx(2 / 3)
+    assert metrics.hit_at_k(found, {"b"}, 3) == 0.0
+    assert metrics.hit_at_k(found, {"b"}, 4) == 1.0
+    assert metrics.hit_at_k([], {"b"}, 4) == 0.0
+    with pytest.raises(ValueError, match="relevant"):
+        metrics.recall_at_k(found, set(), 5)
+
+
+def test_locomo_score_per_category_against_a_hand_oracle() -> None:
+    q1 = Question("ns", "who?", 1, frozenset({"a", "b"}))
+    q2 = Question("ns", "when?", 2, frozenset({"c"}))
+    ranked = [(q1, ["a"] + ["n"] * 5 + ["b"]), (q2, ["n"] * 10 + ["c"])]
+    scores = score(ranked)
+    assert scores["overall"]["questions"] == 2
+    assert scores["overall"]["recall@5"] == pytest.approx((0.5 + 0.0) / 2)
+    assert scores["overall"]["recall@10"] == pytest.approx((1.0 + 0.0) / 2)
+    assert scores["overall"]["hit@5"] == pytest.approx(0.5)
+    assert scores["multi-hop"] == {"questions": 1, "recall@5": 0.5, "recall@10": 1.0,
+                                   "hit@5": 1.0, "hit@10": 1.0}  # fmt: skip
+    assert scores["temporal"]["hit@10"] == 0.0
+
+
+def test_ratio_and_growth() -> None:
+    assert metrics.ratio(3.0, 1.5) == 2.0
+    assert metrics.ratio(None, 1.0) is None
+    assert metrics.ratio(1.0, 0.0) is None
+    assert metrics.ratio(float("nan"), 1.0) is None
+    linear = metrics.growth((10_000, 1.0), (100_000, 10.0))
+    assert linear["ratio"] == 10.0 and linear["exponent"] == pytest.approx(1.0)
+    assert metrics.growth((10_000, 2.0), (1_000_000, 2.0))["exponent"] == pytest.approx(0.0)
+    assert metrics.growth((10_000, None), (100_000, 1.0))["exponent"] is None
+
+
+def _outcome() -> report.Outcome:
+    table = report.Table("t", ["engine", "p50 ms"])
+    table.add("numpy", "1.00")
+    return report.Outcome(
+        figures={"10k": {"p50_ms": float("nan"), "n": np.int64(3), "x": np.float32(0.5)}},
+        ratios={"10k.p50.a/b": 1.5, "10k.p50.a/c": None},
+        tables=[table],
+        skipped={"faiss": "faiss not installed"},
+        packages=("faiss-cpu",),
+    )
+
+
+def test_report_has_every_required_key_and_is_strict_json(tmp_path: Path) -> None:
+    started = report._dt.datetime.now(report._dt.timezone.utc)
+    document = report.build("vector", _outcome(), config={"sizes": [10_000]},
+                            command="embedmind bench vector", argv=["embedmind"], started=started)  # fmt: skip
+    assert report.missing_keys(document) == []
+    assert document["schema"] == report.SCHEMA
+    assert isinstance(document["cores"], int) and document["cores"] >= 1
+    assert {"embedmind", "numpy", "usearch", "onnxruntime", "apsw", "sqlite", "faiss-cpu"} <= set(
+        document["versions"]
+    )
+    assert {"library", "version", "kernel", "threads", "source"} <= set(document["blas"])
+    assert {"platform", "cpu_model", "cores", "ram_bytes", "python"} <= set(document["machine"])
+    path = tmp_path / "deep" / "run.json"
+    report.write(path, document)
+    parsed = json.loads(path.read_text())  # NaN would not parse strictly: it became null
+    assert parsed["figures"]["10k"] == {"p50_ms": None, "n": 3, "x": 0.5}
+    assert parsed["ratios"] == {"10k.p50.a/b": 1.5, "10k.p50.a/c": None}
+    assert report.missing_keys({"schema": 1}) == list(report.REQUIRED_KEYS[1:])
+
+
+def test_default_json_path() -> None:
+    when = report._dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=report._dt.timezone.utc)
+    path = report.default_path("peers", "10k", when, Path("/r"))
+    assert path == Path("/r/build/bench/peers-10k-20260102T030405Z.json")
+
+
+def test_table_renders_skipped_rows() -> None:
+    table = report.Table("title", ["engine", "p50 ms", "recall"])
+    table.add("usearch", report.fmt(0.1234, ".2f"), report.fmt(None, ".3f"))
+    table.skip("faiss", "faiss not installed")
+    table.skip("chroma", "boom", status="failed")
+    assert table.render().splitlines() == [
+        "title", "engine  | p50 ms | recall", "usearch |   0.12 |      -",
+        "faiss   | skipped: faiss not installed", "chroma  | failed: boom",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="cells"):
+        table.add("too", "few")
+
+
+def test_mixed_vectors_are_seeded_prefix_stable_unit_vectors() -> None:
+    base = vectordata.mix(np.eye(8, dtype=np.float32), 50, np.random.default_rng(1))
+    big = vectordata.mixed_vectors(base, 25_000, seed=7)
+    assert big.shape == (25_000, 8) and big.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(big, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(vectordata.mixed_vectors(base, 12_345, seed=7), big[:12_345])
+    np.testing.assert_array_equal(
+        vectordata.mixed_vectors(base, 25_000, seed=7, start=9_999), big[9_999:]
+    )
+    assert not np.array_equal(vectordata.mixed_vectors(base, 100, seed=8), big[:100])
+    real = base[:3]
+    both = vectordata.corpus_vectors(real, base, 10, seed=7)
+    np.testing.assert_array_equal(both[:3], real)
+    np.testing.assert_array_equal(both[3:], big[3:10])
+
+
+def test_exact_top_k_matches_a_full_sort() -> None:
+    rng = np.random.default_rng(2)
+    vectors = vectordata.mix(rng.normal(size=(30, 16)).astype(np.float32), 500, rng)
+    queries = vectors[:70] + 0.01
+    truth = vectordata.exact_top_k(vectors, queries, 10)
+    expected = [np.argsort(-(vectors @ q), kind="stable")[:10].tolist() for q in queries]
+    assert [set(t) for t in truth] == [set(e) for e in expected]
+    assert [t[0] for t in truth] == [e[0] for e in expected]
+
+
+def test_round_robin_times_every_engine_and_survives_a_failure() -> None:
+    calls: list[str] = []
+
+    def ok(i: int) -> list[int]:
+        calls.append("ok")
+        return [i]
+
+    def broken(i: int) -> list[int]:
+        calls.append("broken")
+        if i == 2:
+            raise RuntimeError("boom")
+        return []
+
+    runs = timing.round_robin({"ok": ok, "broken": broken}, 4, warmup=1)
+    assert runs["ok"].results == [[0], [1], [2], [3]] and len(runs["ok"].seconds) == 4
+    assert runs["broken"].error == "RuntimeError: boom" and len(runs["broken"].seconds) == 2
+    assert calls[:4] == ["ok", "broken", "ok", "broken"]  # warm-up, then query 0
+    assert calls[4:6] == ["broken", "ok"]  # query 1: the order rotates
+
+
+def test_a_missing_peer_is_a_reason_not_an_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss now raises ImportError
+    module, reason = optional.load("faiss")
+    assert module is None
+    assert reason == 'faiss not installed (pip install "embedmind-bench[peers]")'
+    assert optional.load("json") == (json, "")
+
+
+def test_a_missing_vector_peer_is_skipped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from embedmind_bench import vector
+
+    monkeypatch.setitem(sys.modules, "hnswlib", None)
+    vectors = np.eye(4, dtype=np.float32)
+    engine, figures = vector._build("hnswlib", vectors, ["a"] * 4, tmp_path, 64, {})
+    assert engine is None
+    assert figures == {
+        "status": "skipped",
+        "reason": 'hnswlib not installed (pip install "embedmind-bench[peers]")',
+    }
+
+
+def test_a_missing_store_peer_is_skipped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from embedmind_bench import peers
+
+    monkeypatch.setitem(sys.modules, "chromadb", None)
+    corpus = peers.Corpus(
+        ["a"], ["text"], np.ones((1, 4), np.float32), ["default"], [], np.ones((0, 4)), []
+    )
+    engine, figures = peers._build("chroma", corpus, tmp_path / "chroma", {})
+    assert engine is None and figures["status"] == "skipped"
+    assert "chromadb not installed" in figures["reason"]
+    assert not (tmp_path / "chroma").exists()
+
+
+def test_cli_parses_sizes_and_builds_options() -> None:
+    args = build_parser().parse_args(["bench", "vector", "--size", "1M", "--queries", "20"])
+    opts = bench.options(args)
+    assert opts.sizes == [1_000_000] and opts.queries == 20
+    args = build_parser().parse_args(["bench", "ingest", "--sizes", "10k,100k,1M"])
+    assert bench.options(args).sizes == [10_000, 100_000, 1_000_000]
+    args = build_parser().parse_args(["bench", "locomo", "--queries", "50", "--no-anchors"])
+    opts = bench.options(args)
+    assert opts.questions == 50 and opts.anchors is False
+
+
+@pytest.mark.parametrize("workload", list(bench.WORKLOADS))
+def test_cli_command_reproduces_the_options(workload: str) -> None:
+    args = build_parser().parse_args(["bench", workload])
+    opts = bench.options(args)
+    line = bench.command(args, opts)
+    assert line.startswith(f"embedmind bench {workload}")
+    again = build_parser().parse_args(line.split()[1:])
+    assert bench.options(again) == opts
+
+
+def test_cli_rejects_bad_sizes_and_engines(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["bench", "vector", "--size", "lots"])
+    assert exc.value.code == 2
+    assert main(["bench", "vector", "--engines", "numpy,annoy"]) == EXIT_INVALID
+    assert "unknown annoy" in capsys.readouterr().err
+
+
+def test_locomo_without_data_exits_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "locomo.json"
+    code = main(["bench", "locomo", "--data", str(tmp_path / "missing.json"), "--json", str(out)])
+    assert code == bench.EXIT_SKIPPED
+    assert "LoCoMo data not found" in capsys.readouterr().out
+    document = json.loads(out.read_text())
+    assert document["status"] == "skipped" and report.missing_keys(document) == []
+    assert "locomo" in document["skipped"]
+
+
+def test_cli_reference_lists_every_workload() -> None:
+    page = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    for workload in bench.WORKLOADS:
+        assert f"embedmind bench {workload}" in page, workload
+
+
+FAST_DOCTESTS = ["sizes", "metrics", "report", "optional", "vectordata", "timing", "progress",
+                 "corpus", "lexical_engines", "lexical_runner"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", FAST_DOCTESTS)
+def test_module_examples_run(name: str) -> None:
+    module = importlib.import_module(f"embedmind_bench.{name}")
+    failed, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert failed == 0 and attempted > 0
