@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import embedmind
-from embedmind.backend.sqlite import fileio, vector_rows
+from embedmind.backend.sqlite import fileio, hnsw, vector_rows
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.engine import commit
 
@@ -72,3 +74,39 @@ def test_a_due_save_holds_neither_the_writer_lock_nor_searches(
         assert seen.get("saving"), "the save ran"
         assert seen.get("wrote"), "a writer waited for the index save"
         assert seen.get("read"), "a vector search waited for the index save"
+
+
+def test_a_single_write_beside_a_bulk_load_leaves_the_due_save_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A save is due at every commit. A remember on another thread while a
+    # remember_many runs must not serialise the index itself (seconds at 100k
+    # vectors): the bulk block's worker saves, and the single write returns.
+    monkeypatch.setattr(commit, "SAVE_INDEX_AFTER", 1)
+    savers: list[str] = []
+    original = hnsw.VectorIndex.save_snapshot
+
+    def recording(self: hnsw.VectorIndex, db: object) -> bool:
+        savers.append(threading.current_thread().name)
+        return original(self, db)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hnsw.VectorIndex, "save_snapshot", recording)
+    calls: list[int] = []
+
+    class Interleaving(HashingEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> Any:
+            calls.append(len(texts))
+            if len(calls) == 3:  # mid-load: a second writer, on its own thread
+                other = threading.Thread(
+                    target=lambda: store.remember("a live note", vector=[1.0] * 16),
+                    name="second-writer",
+                )
+                other.start()
+                other.join(30)
+            return super().embed_documents(texts)
+
+    with embedmind.Store.open(tmp_path / "s.mind", embedder=Interleaving(16)) as store:
+        store.remember_many([f"memory number {i}" for i in range(500)], batch_size=50)
+        assert "second-writer" not in savers, "the single write saved the index itself"
+        assert any(name.startswith("embedmind-index") for name in savers), "the bulk saved"
+        assert store.stats().live == 501

@@ -41,8 +41,11 @@ After COMMIT (never on rollback):
    :meth:`CommitPath.bulk` (``remember_many``) this runs on a worker thread,
    overlapping the next batch, and the block ends only once the index holds
    every batch; elsewhere a write leaves the catching up to the next search,
-   unless a save is due. It is a cache: a failure is logged, never raised,
-   since the mutation it follows is committed.
+   unless a save is due (and while a bulk block runs on another thread of
+   the process, the save is left to that block's worker, so a single write
+   beside a bulk load never waits for a large index to be serialised). It
+   is a cache: a failure is logged, never raised, since the mutation it
+   follows is committed.
 
 Which field a method fills is the rule: content stored is ``written`` (a
 redaction: ``redacted``); a namespace or tier changed is ``placed``; any other
@@ -191,6 +194,9 @@ class CommitPath:
         """Per calling thread: its catch-up worker (made at its first :meth:`bulk`
         block and kept, since connections are per thread and a worker per block
         would open one per block), whether a block is open, its pending catch-up."""
+        self._bulk_blocks = 0
+        """Bulk blocks open in this process, on any thread (see :meth:`_catch_up`)."""
+        self._bulk_count_lock = threading.Lock()
 
     @contextmanager
     def write(self) -> Iterator[Transaction]:
@@ -228,12 +234,18 @@ class CommitPath:
         if worker is None:  # one per calling thread: none waits behind another's catch-up
             worker = self._bulk.worker = ThreadPoolExecutor(1, thread_name_prefix="embedmind-index")
         self._bulk.pool, self._bulk.pending, self._bulk.size = worker, None, size
+        with self._bulk_count_lock:
+            self._bulk_blocks += 1
         try:
             yield
         finally:
             pending, self._bulk.pool, self._bulk.pending = self._bulk.pending, None, None
-            if pending is not None:
-                pending.result()  # never raises: _quietly logs
+            try:
+                if pending is not None:
+                    pending.result()  # never raises: _quietly logs
+            finally:
+                with self._bulk_count_lock:
+                    self._bulk_blocks -= 1
 
     def _before_commit(self, tx: Transaction) -> list[Committed]:
         done = list(tx.records)
@@ -267,6 +279,11 @@ class CommitPath:
         # the loading to the first search (it may be a million vectors).
         wanted = vectors.loaded or getattr(self._bulk, "size", 0) >= CATCH_UP_AT
         if pool is None or not wanted:
+            if pool is None and self._bulk_blocks:
+                # A bulk load runs on another thread: its worker saves when due.
+                # Saving here would make this one write wait seconds for a large
+                # index to be serialised (or for that worker's save to finish).
+                return
             _quietly(vectors.catch_up, db, save_after=save_after, extend=False)
             return
         pending = self._bulk.pending
