@@ -58,6 +58,10 @@ def _usearch_index() -> Any:
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 _REBUILD_PAGE = 50_000
+ADD_CHUNK = 128
+"""Vectors a bulk load adds per hold of the index lock (:meth:`VectorIndex.add_uncommitted`):
+a search waits for one chunk at most, not for a whole batch."""
+ADD_PAUSE = 0.0005
 SAVE_RETRY_SECONDS = 30.0
 """After a failed index save, how long saves are skipped: on a full disk every
 write past the periodic threshold would otherwise retry and reload the index."""
@@ -307,6 +311,42 @@ class VectorIndex:
             self._index, self._provisional = None, None
             self._retry_at = time.monotonic() + SAVE_RETRY_SECONDS
             return None
+
+    def add_uncommitted(
+        self, vec_keys: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        """Extend the graph with vectors a write transaction holds, before it commits.
+
+        A bulk load calls it on its worker thread while the rest of the
+        transaction (rows, postings) is written, so building the graph
+        overlaps writing instead of following it. It is safe before COMMIT:
+        a search admits only vectors whose rows its snapshot sees, the replay
+        after COMMIT skips keys already present (vec_keys are never reused
+        once committed), and a transaction that rolls back must call
+        :meth:`discard`, since SQLite hands its vec_keys out again.
+        Only an index already in memory is extended (loading one is the
+        replay's job).
+        """
+        keys = np.asarray(vec_keys, dtype=np.uint64)
+        for start in range(0, len(keys), ADD_CHUNK):
+            if start:
+                time.sleep(ADD_PAUSE)  # let a search waiting for the lock take it
+            with self._lock:
+                index = self._index
+                if index is None:
+                    return
+                chunk = slice(start, start + ADD_CHUNK)
+                fresh = ~np.asarray(index.contains(keys[chunk]), dtype=bool)
+                if fresh.any():
+                    index.add(keys[chunk][fresh], vectors[chunk][fresh])
+
+    def discard(self) -> None:
+        """Drop the in-memory index (a transaction that fed :meth:`add_uncommitted` rolled back).
+
+        The next search reloads it from the registered file and the log.
+        """
+        with self._lock:
+            self._index, self._provisional = None, None
 
     @property
     def loaded(self) -> bool:
