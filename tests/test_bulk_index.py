@@ -159,3 +159,28 @@ def test_a_rolled_back_bulk_batch_leaves_no_vector_in_the_index(tmp_path: Path) 
         stored = store.remember_many(later, batch_size=100)  # reuses the vec_keys
         _finds_itself(store, later, stored)
         assert store._vectors is not None and len(store._vectors) == 400
+
+
+def test_an_embedder_failing_on_the_third_batch_leaves_the_first_two_committed(
+    tmp_path: Path,
+) -> None:
+    # The next batch is embedded while the current one is written; the error
+    # still surfaces at its own batch: earlier batches stay, it and later
+    # ones are absent (one transaction per batch, as the docstring says).
+    calls: list[int] = []
+
+    class FailingThird(HashingEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> Any:
+            calls.append(len(texts))
+            if len(calls) == 3:
+                raise RuntimeError("the model ran out of memory")
+            return super().embed_documents(texts)
+
+    texts = [f"memory number {i}" for i in range(500)]
+    with embedmind.Store.open(tmp_path / "s.mind", embedder=FailingThird(16)) as store:
+        with pytest.raises(Exception, match="out of memory"):
+            store.remember_many(texts, batch_size=100)
+        assert store.stats().live == 200
+        kept = {m.content for m in store.iter()}
+        assert kept == set(texts[:200])
+        assert len(store.recall("memory number 150", mode="vector", k=300).ids) == 200
