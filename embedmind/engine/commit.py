@@ -60,6 +60,7 @@ here too and record nothing.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -257,12 +258,21 @@ class CommitPath:
                     self._bulk_blocks -= 1
 
     def _early_index(self) -> _EarlyIndex | None:
-        """Within a bulk block whose index is in memory, its early extension (else ``None``)."""
+        """Within a bulk block that keeps the index current, its early extension (else ``None``).
+
+        The index need not be in memory yet: the worker first brings it up to
+        the committed state (loading it if need be, as the catch-up would),
+        then adds the transaction's vectors, so even a one-batch load of a
+        fresh store builds its graph while it writes its postings.
+        """
         pool = getattr(self._bulk, "pool", None)
         vectors = self._vectors()
-        if pool is None or vectors is None or not vectors.loaded:
+        if pool is None or vectors is None:
             return None
-        return _EarlyIndex(pool, vectors)
+        if not vectors.loaded and getattr(self._bulk, "size", 0) < CATCH_UP_AT:
+            return None  # a small block leaves loading to the first search
+        db = self._parts.backend.database  # type: ignore[attr-defined]
+        return _EarlyIndex(pool, vectors, db)
 
     def _before_commit(self, tx: Transaction) -> list[Committed]:
         done = list(tx.records)
@@ -355,15 +365,22 @@ class _EarlyIndex:
     will be handed out again), after any add still in flight.
     """
 
-    def __init__(self, pool: ThreadPoolExecutor, vectors: Any) -> None:
+    def __init__(self, pool: ThreadPoolExecutor, vectors: Any, db: Any) -> None:
         self._pool = pool
         self._vectors = vectors
+        self._db = db
         self._pending: list[Future[None]] = []
 
     def __call__(self, vec_keys: Any, rows: Any) -> None:
-        self._pending.append(
-            self._pool.submit(_quietly, self._vectors.add_uncommitted, vec_keys, rows)
-        )
+        self._pending.append(self._pool.submit(self._add, vec_keys, rows))
+
+    def _add(self, vec_keys: Any, rows: Any) -> None:
+        # Committed state first (its own read snapshot: the open transaction's
+        # rows are invisible to it), then the uncommitted vectors on top. No
+        # save here: registering one needs the writer lock this transaction
+        # holds; the catch-up after COMMIT saves when due.
+        _quietly(self._vectors.catch_up, self._db, save_after=sys.maxsize)
+        _quietly(self._vectors.add_uncommitted, vec_keys, rows)
 
     def roll_back(self) -> None:
         if not self._pending:

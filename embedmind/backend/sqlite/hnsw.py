@@ -26,7 +26,8 @@ import importlib
 import logging
 import threading
 import time
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -62,6 +63,8 @@ ADD_CHUNK = 128
 """Vectors a bulk load adds per hold of the index lock (:meth:`VectorIndex.add_uncommitted`):
 a search waits for one chunk at most, not for a whole batch."""
 ADD_PAUSE = 0.0005
+YIELD_MAX_SECONDS = 0.05
+"""How long a bulk add waits, between two chunks, for the searches queued on the lock."""
 SAVE_RETRY_SECONDS = 30.0
 """After a failed index save, how long saves are skipped: on a full disk every
 write past the periodic threshold would otherwise retry and reload the index."""
@@ -111,6 +114,9 @@ class VectorIndex:
         tests/reliability/test_power_loss.py)."""
         self._lock = threading.RLock()
         self._save_lock = threading.Lock()
+        self._waiting = 0
+        """Searches waiting for ``_lock`` (:meth:`_locked`): a bulk add lets them in first."""
+        self._waiting_lock = threading.Lock()
         """Serialises this process's out-of-transaction saves (one file, one writer)."""
         self._retry_at = 0.0
         """Monotonic time before which a save is not attempted again (after one failed)."""
@@ -142,7 +148,7 @@ class VectorIndex:
 
     def sync(self, conn: apsw.Connection) -> None:
         """Bring the in-memory index up to the committed state ``conn`` sees."""
-        with self._lock:
+        with self._locked():
             self._drop_if_rolled_back(conn)
             last = vector_rows.last_seq(conn, self.space)
             if self._index is None:
@@ -235,7 +241,7 @@ class VectorIndex:
         self, query: npt.NDArray[np.float32], count: int, ef: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """The ``count`` nearest vectors: ``(vec_keys, cosine similarities)`` best first."""
-        with self._lock:
+        with self._locked():
             if self._index is None or not len(self._index):
                 return np.empty(0, np.int64), np.empty(0, np.float32)
             self._index.expansion_search = max(ef, count)  # type: ignore[misc]
@@ -330,7 +336,7 @@ class VectorIndex:
         keys = np.asarray(vec_keys, dtype=np.uint64)
         for start in range(0, len(keys), ADD_CHUNK):
             if start:
-                time.sleep(ADD_PAUSE)  # let a search waiting for the lock take it
+                self._let_waiters_in()
             with self._lock:
                 index = self._index
                 if index is None:
@@ -339,6 +345,33 @@ class VectorIndex:
                 fresh = ~np.asarray(index.contains(keys[chunk]), dtype=bool)
                 if fresh.any():
                     index.add(keys[chunk][fresh], vectors[chunk][fresh])
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the index lock as a search does: counted while waiting, so a bulk add yields."""
+        with self._waiting_lock:
+            self._waiting += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _let_waiters_in(self) -> None:
+        """Between two chunks of a bulk add: wait (briefly) until no search waits for the lock.
+
+        A lock released and taken straight back is rarely won by a woken
+        waiter (least of all on a loaded machine), so a bulk add would keep
+        searches waiting for its whole batch.
+        """
+        deadline = time.monotonic() + YIELD_MAX_SECONDS
+        time.sleep(0)
+        while self._waiting and time.monotonic() < deadline:
+            time.sleep(ADD_PAUSE)
 
     def discard(self) -> None:
         """Drop the in-memory index (a transaction that fed :meth:`add_uncommitted` rolled back).
