@@ -184,3 +184,21 @@ def test_an_embedder_failing_on_the_third_batch_leaves_the_first_two_committed(
         kept = {m.content for m in store.iter()}
         assert kept == set(texts[:200])
         assert len(store.recall("memory number 150", mode="vector", k=300).ids) == 200
+
+
+def test_no_index_file_holds_vectors_not_committed_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A save taken while a bulk transaction's vectors are already in the graph
+    # (a bulk load on another thread) would keep them past a rollback.
+    monkeypatch.setattr(commit, "SAVE_INDEX_AFTER", 10**9)  # nothing saved on its own
+    with _open(tmp_path / "s.mind") as store:
+        store.remember_many(_drafts("committed", 300, seed=1), batch_size=100)
+        index = store._vectors
+        assert index is not None and index.loaded
+        row = np.ones((1, 16), dtype=np.float32) / 4.0
+        index.add_uncommitted(np.array([10**6], dtype=np.int64), row)
+        assert not index.save_snapshot(store._db), "saved a vector no snapshot has"
+        index.discard()
+        store.recall("", mode="vector", vector=row[0], k=1)  # reloads the committed state
+        assert index.save_snapshot(store._db)

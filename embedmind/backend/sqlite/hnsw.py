@@ -114,6 +114,9 @@ class VectorIndex:
         tests/reliability/test_power_loss.py)."""
         self._lock = threading.RLock()
         self._save_lock = threading.Lock()
+        self._early_key = 0
+        """The largest vec_key :meth:`add_uncommitted` put in the index (no save holds more
+        than the snapshot it is taken from has committed)."""
         self._waiting = 0
         """Searches waiting for ``_lock`` (:meth:`_locked`): a bulk add lets them in first."""
         self._waiting_lock = threading.Lock()
@@ -344,6 +347,7 @@ class VectorIndex:
                 chunk = slice(start, start + ADD_CHUNK)
                 fresh = ~np.asarray(index.contains(keys[chunk]), dtype=bool)
                 if fresh.any():
+                    self._early_key = max(self._early_key, int(keys[chunk][fresh].max()))
                     index.add(keys[chunk][fresh], vectors[chunk][fresh])
 
     @contextmanager
@@ -379,7 +383,7 @@ class VectorIndex:
         The next search reloads it from the registered file and the log.
         """
         with self._lock:
-            self._index, self._provisional = None, None
+            self._index, self._provisional, self._early_key = None, None, 0
 
     @property
     def loaded(self) -> bool:
@@ -429,6 +433,11 @@ class VectorIndex:
                 self.sync(conn)
                 index, applied = self._index, self._applied
                 if index is None:
+                    return False
+                if self._early_key > vector_rows.last_key(conn, self.space):
+                    # It holds a bulk transaction's vectors not committed yet (a
+                    # bulk load on another thread): a file of them would outlive
+                    # a rollback, whose vec_keys are handed out again.
                     return False
                 entry = vector_rows.index_file(conn, self.space.index_name)
                 if entry is not None and entry.seq >= applied and self._from_file:
