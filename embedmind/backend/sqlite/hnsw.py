@@ -60,10 +60,12 @@ CONNECTIVITY = 16
 EXPANSION_ADD = 128
 _REBUILD_PAGE = 50_000
 ADD_CHUNK = 128
-"""Vectors a bulk load adds per hold of the index lock (:meth:`VectorIndex.add_uncommitted`):
-a search waits for one chunk at most, not for a whole batch."""
+"""Vectors a bulk load adds per hold of the index lock while searches run
+(:meth:`VectorIndex.add_uncommitted`): a search waits for one chunk, not a whole batch."""
 ADD_PAUSE = 0.0005
 YIELD_MAX_SECONDS = 0.05
+SEARCHES_RECENT_SECONDS = 2.0
+"""A search this recent makes a bulk add go in chunks of :data:`ADD_CHUNK`."""
 """How long a bulk add waits, between two chunks, for the searches queued on the lock."""
 SAVE_RETRY_SECONDS = 30.0
 """After a failed index save, how long saves are skipped: on a full disk every
@@ -118,6 +120,8 @@ class VectorIndex:
         """The largest vec_key :meth:`add_uncommitted` put in the index (no save holds more
         than the snapshot it is taken from has committed)."""
         self._waiting = 0
+        self._searched_at = -SEARCHES_RECENT_SECONDS
+        """When this process last searched the index (bulk adds go in chunks while searches run)."""
         """Searches waiting for ``_lock`` (:meth:`_locked`): a bulk add lets them in first."""
         self._waiting_lock = threading.Lock()
         """Serialises this process's out-of-transaction saves (one file, one writer)."""
@@ -244,6 +248,7 @@ class VectorIndex:
         self, query: npt.NDArray[np.float32], count: int, ef: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """The ``count`` nearest vectors: ``(vec_keys, cosine similarities)`` best first."""
+        self._searched_at = time.monotonic()
         with self._locked():
             if self._index is None or not len(self._index):
                 return np.empty(0, np.int64), np.empty(0, np.float32)
@@ -337,14 +342,19 @@ class VectorIndex:
         replay's job).
         """
         keys = np.asarray(vec_keys, dtype=np.uint64)
-        for start in range(0, len(keys), ADD_CHUNK):
+        # In chunks only while searches run: one call of usearch's parallel add
+        # is faster (measured: 6,000 vectors of 384 dims, about 10 % faster than
+        # chunks of 128 or 1,024), but holds the lock for the whole batch.
+        searched = time.monotonic() - self._searched_at < SEARCHES_RECENT_SECONDS
+        chunk_size = ADD_CHUNK if searched else max(len(keys), 1)
+        for start in range(0, len(keys), chunk_size):
             if start:
                 self._let_waiters_in()
             with self._lock:
                 index = self._index
                 if index is None:
                     return
-                chunk = slice(start, start + ADD_CHUNK)
+                chunk = slice(start, start + chunk_size)
                 fresh = ~np.asarray(index.contains(keys[chunk]), dtype=bool)
                 if fresh.any():
                     self._early_key = max(self._early_key, int(keys[chunk][fresh].max()))
