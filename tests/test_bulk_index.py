@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 import embedmind
-from embedmind.backend.sqlite import fileio, vector_rows
+from embedmind.backend.sqlite import fileio, hnsw, vector_rows
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.engine import commit
+
+SLOW_SAVE = 2.0
 
 
 def _open(path: Path) -> embedmind.Store:
@@ -72,3 +79,126 @@ def test_a_due_save_holds_neither_the_writer_lock_nor_searches(
         assert seen.get("saving"), "the save ran"
         assert seen.get("wrote"), "a writer waited for the index save"
         assert seen.get("read"), "a vector search waited for the index save"
+
+
+def test_a_single_write_beside_a_bulk_load_leaves_the_index_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A save is due at every commit and each takes seconds. A remember on
+    # another thread while a remember_many runs must neither save the index
+    # nor wait for one: the bulk block's worker extends and saves it.
+    monkeypatch.setattr(commit, "SAVE_INDEX_AFTER", 1)
+    monkeypatch.setattr(fileio, "_save_hook", lambda temp: time.sleep(SLOW_SAVE))
+    waited: list[float] = []
+    calls: list[int] = []
+
+    def second_writer() -> None:
+        began = time.monotonic()
+        store.remember("a live note", vector=[1.0] * 16)
+        waited.append(time.monotonic() - began)
+
+    class Interleaving(HashingEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> Any:
+            calls.append(len(texts))
+            if len(calls) == 3:  # mid-load: a second writer, on its own thread
+                other = threading.Thread(target=second_writer)
+                other.start()
+                other.join(30)
+            return super().embed_documents(texts)
+
+    with embedmind.Store.open(tmp_path / "s.mind", embedder=Interleaving(16)) as store:
+        store.remember_many([f"memory number {i}" for i in range(500)], batch_size=50)
+        assert waited and waited[0] < SLOW_SAVE / 2, f"the single write waited {waited} s"
+        assert store.stats().live == 501
+        assert len(store.recall("a live note", mode="vector", k=1).ids) == 1
+
+
+def _drafts(prefix: str, n: int, seed: int) -> list[Any]:
+    rows = np.random.default_rng(seed).standard_normal((n, 16)).astype(np.float32)
+    return [embedmind.Draft(f"{prefix} {i}", vector=row) for i, row in enumerate(rows)]
+
+
+def _finds_itself(store: embedmind.Store, drafts: list[Any], stored: list[Any]) -> None:
+    # Each memory's own vector finds it first: the graph holds the right vector under its key.
+    for draft, memory in list(zip(drafts, stored, strict=True))[::10]:
+        found = store.recall("", mode="vector", vector=draft.vector, k=1)
+        assert found.ids == [memory.id], "another vector answered under this memory's key"
+
+
+def test_a_bulk_load_extends_the_index_before_each_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    early: list[int] = []
+    original = hnsw.VectorIndex.add_uncommitted
+
+    def counting(self: hnsw.VectorIndex, vec_keys: Any, rows: Any) -> None:
+        early.append(len(vec_keys))
+        original(self, vec_keys, rows)
+
+    monkeypatch.setattr(hnsw.VectorIndex, "add_uncommitted", counting)
+    drafts = _drafts("memory", 700, seed=1)
+    with _open(tmp_path / "s.mind") as store:
+        stored = store.remember_many(drafts, batch_size=100)
+        # From the third batch on the index is in memory (the first catch-up loaded it).
+        assert sum(early) >= 500, "batches were not added ahead of COMMIT"
+        assert store._vectors is not None and len(store._vectors) == 700
+        _finds_itself(store, drafts, stored)
+
+
+def test_a_rolled_back_bulk_batch_leaves_no_vector_in_the_index(tmp_path: Path) -> None:
+    # The failing batch's vectors went into the graph before COMMIT; its
+    # rollback hands the same vec_keys out again, so the graph must not keep
+    # the rolled-back vectors under them.
+    bad = _drafts("doomed", 100, seed=2)
+    bad[-1] = dataclasses.replace(bad[-1], relations=(("about", "no-such-id"),))
+    later = _drafts("later", 100, seed=3)
+    with _open(tmp_path / "s.mind") as store:
+        store.remember_many(_drafts("good", 300, seed=1), batch_size=100)
+        with pytest.raises(embedmind.errors.NotFoundError):
+            store.remember_many(bad, batch_size=100)
+        stored = store.remember_many(later, batch_size=100)  # reuses the vec_keys
+        _finds_itself(store, later, stored)
+        assert store._vectors is not None and len(store._vectors) == 400
+
+
+def test_an_embedder_failing_on_the_third_batch_leaves_the_first_two_committed(
+    tmp_path: Path,
+) -> None:
+    # The next batch is embedded while the current one is written; the error
+    # still surfaces at its own batch: earlier batches stay, it and later
+    # ones are absent (one transaction per batch, as the docstring says).
+    calls: list[int] = []
+
+    class FailingThird(HashingEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> Any:
+            calls.append(len(texts))
+            if len(calls) == 3:
+                raise RuntimeError("the model ran out of memory")
+            return super().embed_documents(texts)
+
+    texts = [f"memory number {i}" for i in range(500)]
+    with embedmind.Store.open(tmp_path / "s.mind", embedder=FailingThird(16)) as store:
+        with pytest.raises(Exception, match="out of memory"):
+            store.remember_many(texts, batch_size=100)
+        assert store.stats().live == 200
+        kept = {m.content for m in store.iter()}
+        assert kept == set(texts[:200])
+        assert len(store.recall("memory number 150", mode="vector", k=300).ids) == 200
+
+
+def test_no_index_file_holds_vectors_not_committed_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A save taken while a bulk transaction's vectors are already in the graph
+    # (a bulk load on another thread) would keep them past a rollback.
+    monkeypatch.setattr(commit, "SAVE_INDEX_AFTER", 10**9)  # nothing saved on its own
+    with _open(tmp_path / "s.mind") as store:
+        store.remember_many(_drafts("committed", 300, seed=1), batch_size=100)
+        index = store._vectors
+        assert index is not None and index.loaded
+        row = np.ones((1, 16), dtype=np.float32) / 4.0
+        index.add_uncommitted(np.array([10**6], dtype=np.int64), row)
+        assert not index.save_snapshot(store._db), "saved a vector no snapshot has"
+        index.discard()
+        store.recall("", mode="vector", vector=row[0], k=1)  # reloads the committed state
+        assert index.save_snapshot(store._db)

@@ -11,7 +11,10 @@ backend keeps its derived indexes (postings, vector caches) in step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 from embedmind import timestamps
 from embedmind.backend.protocol import WriteSession
@@ -21,12 +24,18 @@ from embedmind.errors import ConflictError, InvalidInputError, NotFoundError
 from embedmind.model import Memory
 from embedmind.vectors.embedding import Embedded
 
+VectorsWritten = Callable[[npt.NDArray[np.int64], npt.NDArray[np.float32]], None]
+"""Told the vec_keys and unit float32 rows a transaction just stored."""
+
 SUPERSEDES = "supersedes"
 """Relation kind of the edge from a new version to the memory it replaces."""
 
 
 def apply_batch(
-    session: WriteSession, batch: Sequence[Prepared], embedded: Sequence[Embedded | None]
+    session: WriteSession,
+    batch: Sequence[Prepared],
+    embedded: Sequence[Embedded | None],
+    vectors_written: VectorsWritten | None = None,
 ) -> list[Memory]:
     """Write ``batch`` (and its vectors) inside the session's transaction.
 
@@ -34,6 +43,9 @@ def apply_batch(
         session: The write session of an open transaction.
         batch: Validated records.
         embedded: Per record, its vectors, or ``None`` for a text-only store.
+        vectors_written: Told the vec_keys and rows of a batch of new
+            memories as soon as their vector rows are in, before the postings
+            (the commit path's early index extension during a bulk load).
 
     Returns:
         The stored memories, in order.
@@ -49,10 +61,17 @@ def apply_batch(
     if len(set(ids)) == len(ids) and not rows.find_many(ids):
         # The common case, all new ids: bulk statements, no read-back.
         keys = rows.insert_many(batch)
-        rows.index_text([(key, p.content) for key, p in zip(keys, batch, strict=True)])
+        # Vectors before postings: the index can be extended with them while
+        # the postings, the larger part of the work, are written.
+        vec_keys: list[int] = []
+        matrices = []
         for key, vectors in zip(keys, embedded, strict=True):
             if vectors is not None:
-                rows.put_vectors(key, vectors.spans, vectors.blobs())
+                vec_keys += rows.put_vectors(key, vectors.spans, vectors.blobs())
+                matrices.append(vectors.vectors)
+        if vectors_written is not None and vec_keys:
+            vectors_written(np.asarray(vec_keys, dtype=np.int64), np.concatenate(matrices))
+        rows.index_text([(key, p.content) for key, p in zip(keys, batch, strict=True)])
         if _link_graph(session, batch, keys, replace=False):
             stored = rows.load(keys)  # supersession changed rows
             return [stored[key] for key in keys]

@@ -41,8 +41,11 @@ After COMMIT (never on rollback):
    :meth:`CommitPath.bulk` (``remember_many``) this runs on a worker thread,
    overlapping the next batch, and the block ends only once the index holds
    every batch; elsewhere a write leaves the catching up to the next search,
-   unless a save is due. It is a cache: a failure is logged, never raised,
-   since the mutation it follows is committed.
+   unless a save is due. While a bulk block runs on another thread of the
+   process, a small write leaves both to that block's worker, so it never
+   waits for a batch being added or a large index being serialised. It
+   is a cache: a failure is logged, never raised, since the mutation it
+   follows is committed.
 
 Which field a method fills is the rule: content stored is ``written`` (a
 redaction: ``redacted``); a namespace or tier changed is ``placed``; any other
@@ -57,9 +60,10 @@ here too and record nothing.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -135,11 +139,14 @@ class Committed:
 class Transaction:
     """An open write transaction of the commit path: its session and what was recorded."""
 
-    def __init__(self, session: WriteSession) -> None:
+    def __init__(self, session: WriteSession, early: _EarlyIndex | None = None) -> None:
         self.session = session
         self.conn: Any = getattr(session, "conn", None)
         """The SQLite session's connection, for the modules that still take one (transitional)."""
         self.records: list[Committed] = []
+        self.vectors_written = early
+        """Inside a bulk block with the vector index in memory: hand it the vectors
+        this transaction stores, to be added while the rest is written (step 6)."""
 
     def record(self, committed: Committed) -> None:
         """Add what a mutation changed; the commit path acts on it once the block ends."""
@@ -191,6 +198,9 @@ class CommitPath:
         """Per calling thread: its catch-up worker (made at its first :meth:`bulk`
         block and kept, since connections are per thread and a worker per block
         would open one per block), whether a block is open, its pending catch-up."""
+        self._bulk_blocks = 0
+        """Bulk blocks open in this process, on any thread (see :meth:`_catch_up`)."""
+        self._bulk_count_lock = threading.Lock()
 
     @contextmanager
     def write(self) -> Iterator[Transaction]:
@@ -199,10 +209,16 @@ class CommitPath:
         Yields:
             The transaction: its ``conn`` and ``record``.
         """
-        with self._parts.backend.write() as session:
-            tx = Transaction(session)
-            yield tx
-            done = self._before_commit(tx)
+        early = self._early_index()
+        try:
+            with self._parts.backend.write() as session:
+                tx = Transaction(session, early)
+                yield tx
+                done = self._before_commit(tx)
+        except BaseException:
+            if early is not None:
+                early.roll_back()
+            raise
         self._after_commit(done)
         self._catch_up()
 
@@ -228,12 +244,35 @@ class CommitPath:
         if worker is None:  # one per calling thread: none waits behind another's catch-up
             worker = self._bulk.worker = ThreadPoolExecutor(1, thread_name_prefix="embedmind-index")
         self._bulk.pool, self._bulk.pending, self._bulk.size = worker, None, size
+        with self._bulk_count_lock:
+            self._bulk_blocks += 1
         try:
             yield
         finally:
             pending, self._bulk.pool, self._bulk.pending = self._bulk.pending, None, None
-            if pending is not None:
-                pending.result()  # never raises: _quietly logs
+            try:
+                if pending is not None:
+                    pending.result()  # never raises: _quietly logs
+            finally:
+                with self._bulk_count_lock:
+                    self._bulk_blocks -= 1
+
+    def _early_index(self) -> _EarlyIndex | None:
+        """Within a bulk block that keeps the index current, its early extension (else ``None``).
+
+        The index need not be in memory yet: the worker first brings it up to
+        the committed state (loading it if need be, as the catch-up would),
+        then adds the transaction's vectors, so even a one-batch load of a
+        fresh store builds its graph while it writes its postings.
+        """
+        pool = getattr(self._bulk, "pool", None)
+        vectors = self._vectors()
+        if pool is None or vectors is None:
+            return None
+        if not vectors.loaded and getattr(self._bulk, "size", 0) < CATCH_UP_AT:
+            return None  # a small block leaves loading to the first search
+        db = self._parts.backend.database  # type: ignore[attr-defined]
+        return _EarlyIndex(pool, vectors, db)
 
     def _before_commit(self, tx: Transaction) -> list[Committed]:
         done = list(tx.records)
@@ -266,6 +305,13 @@ class CommitPath:
         # A few writes to a store whose index this process never loaded leave
         # the loading to the first search (it may be a million vectors).
         wanted = vectors.loaded or getattr(self._bulk, "size", 0) >= CATCH_UP_AT
+        small = pool is None or getattr(self._bulk, "size", 0) < CATCH_UP_AT
+        if small and self._bulk_blocks > (pool is not None):
+            # A bulk load runs on another thread: its worker extends the index
+            # and saves it when due. Doing either here would make this one write
+            # wait for that worker's batch (the index lock) or for a large index
+            # to be serialised; the next search replays what is left.
+            return
         if pool is None or not wanted:
             _quietly(vectors.catch_up, db, save_after=save_after, extend=False)
             return
@@ -306,6 +352,42 @@ class CommitPath:
                 fragment_on_write(
                     parts.backend, parts.save_after, embedder, chunker, policy, memory
                 )
+
+
+class _EarlyIndex:
+    """A bulk transaction's vectors added to the in-memory index on the block's worker.
+
+    Queued on the one worker thread that also runs the catch-ups, so an early
+    add runs after the previous batch's catch-up and before this batch's: the
+    graph grows while the main thread writes the postings, and the catch-up
+    after COMMIT finds these keys present and only moves the index's log
+    position on. A transaction that rolls back drops the index (its vec_keys
+    will be handed out again), after any add still in flight.
+    """
+
+    def __init__(self, pool: ThreadPoolExecutor, vectors: Any, db: Any) -> None:
+        self._pool = pool
+        self._vectors = vectors
+        self._db = db
+        self._pending: list[Future[None]] = []
+
+    def __call__(self, vec_keys: Any, rows: Any) -> None:
+        self._pending.append(self._pool.submit(self._add, vec_keys, rows))
+
+    def _add(self, vec_keys: Any, rows: Any) -> None:
+        # Committed state first (its own read snapshot: the open transaction's
+        # rows are invisible to it), then the uncommitted vectors on top. No
+        # save here: registering one needs the writer lock this transaction
+        # holds; the catch-up after COMMIT saves when due.
+        _quietly(self._vectors.catch_up, self._db, save_after=sys.maxsize)
+        _quietly(self._vectors.add_uncommitted, vec_keys, rows)
+
+    def roll_back(self) -> None:
+        if not self._pending:
+            return
+        for pending in self._pending:
+            pending.result()  # never raises: _quietly logs
+        self._vectors.discard()
 
 
 def events_of(committed: Committed) -> list[object]:

@@ -200,7 +200,7 @@ def commit_batch(
 ) -> list[Memory]:
     """Write one batch in one transaction of the commit path."""
     with engine.commit.write() as tx:
-        written = apply.apply_batch(tx.session, batch, embedded)
+        written = apply.apply_batch(tx.session, batch, embedded, tx.vectors_written)
         _warn_if_vectorless(engine, tx.session)
         tx.record(Committed("write", written=tuple(written)))
         closed = [t for p in batch for t in p.supersedes]

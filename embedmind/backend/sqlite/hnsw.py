@@ -26,7 +26,8 @@ import importlib
 import logging
 import threading
 import time
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -58,6 +59,14 @@ def _usearch_index() -> Any:
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 _REBUILD_PAGE = 50_000
+ADD_CHUNK = 128
+"""Vectors a bulk load adds per hold of the index lock while searches run
+(:meth:`VectorIndex.add_uncommitted`): a search waits for one chunk, not a whole batch."""
+ADD_PAUSE = 0.0005
+YIELD_MAX_SECONDS = 0.05
+SEARCHES_RECENT_SECONDS = 2.0
+"""A search this recent makes a bulk add go in chunks of :data:`ADD_CHUNK`."""
+"""How long a bulk add waits, between two chunks, for the searches queued on the lock."""
 SAVE_RETRY_SECONDS = 30.0
 """After a failed index save, how long saves are skipped: on a full disk every
 write past the periodic threshold would otherwise retry and reload the index."""
@@ -107,6 +116,14 @@ class VectorIndex:
         tests/reliability/test_power_loss.py)."""
         self._lock = threading.RLock()
         self._save_lock = threading.Lock()
+        self._early_key = 0
+        """The largest vec_key :meth:`add_uncommitted` put in the index (no save holds more
+        than the snapshot it is taken from has committed)."""
+        self._waiting = 0
+        self._searched_at = -SEARCHES_RECENT_SECONDS
+        """When this process last searched the index (bulk adds go in chunks while searches run)."""
+        """Searches waiting for ``_lock`` (:meth:`_locked`): a bulk add lets them in first."""
+        self._waiting_lock = threading.Lock()
         """Serialises this process's out-of-transaction saves (one file, one writer)."""
         self._retry_at = 0.0
         """Monotonic time before which a save is not attempted again (after one failed)."""
@@ -138,7 +155,7 @@ class VectorIndex:
 
     def sync(self, conn: apsw.Connection) -> None:
         """Bring the in-memory index up to the committed state ``conn`` sees."""
-        with self._lock:
+        with self._locked():
             self._drop_if_rolled_back(conn)
             last = vector_rows.last_seq(conn, self.space)
             if self._index is None:
@@ -231,7 +248,8 @@ class VectorIndex:
         self, query: npt.NDArray[np.float32], count: int, ef: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """The ``count`` nearest vectors: ``(vec_keys, cosine similarities)`` best first."""
-        with self._lock:
+        self._searched_at = time.monotonic()
+        with self._locked():
             if self._index is None or not len(self._index):
                 return np.empty(0, np.int64), np.empty(0, np.float32)
             self._index.expansion_search = max(ef, count)  # type: ignore[misc]
@@ -308,6 +326,75 @@ class VectorIndex:
             self._retry_at = time.monotonic() + SAVE_RETRY_SECONDS
             return None
 
+    def add_uncommitted(
+        self, vec_keys: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        """Extend the graph with vectors a write transaction holds, before it commits.
+
+        A bulk load calls it on its worker thread while the rest of the
+        transaction (rows, postings) is written, so building the graph
+        overlaps writing instead of following it. It is safe before COMMIT:
+        a search admits only vectors whose rows its snapshot sees, the replay
+        after COMMIT skips keys already present (vec_keys are never reused
+        once committed), and a transaction that rolls back must call
+        :meth:`discard`, since SQLite hands its vec_keys out again.
+        Only an index already in memory is extended (loading one is the
+        replay's job).
+        """
+        keys = np.asarray(vec_keys, dtype=np.uint64)
+        # In chunks only while searches run: one call of usearch's parallel add
+        # is faster (measured: 6,000 vectors of 384 dims, about 10 % faster than
+        # chunks of 128 or 1,024), but holds the lock for the whole batch.
+        searched = time.monotonic() - self._searched_at < SEARCHES_RECENT_SECONDS
+        chunk_size = ADD_CHUNK if searched else max(len(keys), 1)
+        for start in range(0, len(keys), chunk_size):
+            if start:
+                self._let_waiters_in()
+            with self._lock:
+                index = self._index
+                if index is None:
+                    return
+                chunk = slice(start, start + chunk_size)
+                fresh = ~np.asarray(index.contains(keys[chunk]), dtype=bool)
+                if fresh.any():
+                    self._early_key = max(self._early_key, int(keys[chunk][fresh].max()))
+                    index.add(keys[chunk][fresh], vectors[chunk][fresh])
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the index lock as a search does: counted while waiting, so a bulk add yields."""
+        with self._waiting_lock:
+            self._waiting += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _let_waiters_in(self) -> None:
+        """Between two chunks of a bulk add: wait (briefly) until no search waits for the lock.
+
+        A lock released and taken straight back is rarely won by a woken
+        waiter (least of all on a loaded machine), so a bulk add would keep
+        searches waiting for its whole batch.
+        """
+        deadline = time.monotonic() + YIELD_MAX_SECONDS
+        time.sleep(0)
+        while self._waiting and time.monotonic() < deadline:
+            time.sleep(ADD_PAUSE)
+
+    def discard(self) -> None:
+        """Drop the in-memory index (a transaction that fed :meth:`add_uncommitted` rolled back).
+
+        The next search reloads it from the registered file and the log.
+        """
+        with self._lock:
+            self._index, self._provisional, self._early_key = None, None, 0
+
     @property
     def loaded(self) -> bool:
         """Whether this process holds the index in memory (loaded or built)."""
@@ -356,6 +443,11 @@ class VectorIndex:
                 self.sync(conn)
                 index, applied = self._index, self._applied
                 if index is None:
+                    return False
+                if self._early_key > vector_rows.last_key(conn, self.space):
+                    # It holds a bulk transaction's vectors not committed yet (a
+                    # bulk load on another thread): a file of them would outlive
+                    # a rollback, whose vec_keys are handed out again.
                     return False
                 entry = vector_rows.index_file(conn, self.space.index_name)
                 if entry is not None and entry.seq >= applied and self._from_file:

@@ -110,6 +110,12 @@ def last_seq(conn: apsw.Connection, space: Space = MEMORY) -> int:
     return 0 if row is None else int(row[0])
 
 
+def last_key(conn: apsw.Connection, space: Space = MEMORY) -> int:
+    """The newest vec_key ever assigned in this snapshot (0 before the first vector)."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (space.table,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
 def first_seq(conn: apsw.Connection, space: Space = MEMORY) -> int | None:
     """The oldest change-log sequence still kept (None when the log is empty)."""
     row = fetch_one(conn, f"SELECT min(seq) FROM {space.log}")
