@@ -1,12 +1,15 @@
-"""The in-memory vec_key -> memory key map of the vector channel (vector_owners)."""
+"""The vector channel's in-memory owner map and its array selection (vector_owners, vector_search)."""
 
 from __future__ import annotations
 
 import apsw
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from embedmind.backend.sqlite.vector_owners import UNKNOWN, OwnerMap
+from embedmind.backend.sqlite.vector_search import _select_arrays, select
 
 
 @pytest.fixture
@@ -51,3 +54,25 @@ def test_learning_grows_the_map_past_its_size(conn: apsw.Connection) -> None:
     owner_map.learn(conn, np.array([1_000, 3]), np.array([6, 8]))
     assert _owners(owner_map, conn, 2, 1_000, 3) == [5, 6, 8]
     assert len(owner_map) == 3
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 12), st.sampled_from([0.5, 0.25, 0.125, -0.5, 0.875])),
+        max_size=40,
+    ),
+    st.integers(1, 15),
+    st.sampled_from([1, 2, None]),
+)
+def test_array_selection_equals_the_per_hit_one(
+    hits: list[tuple[int, float]], k: int, cap: int | None
+) -> None:
+    # The per-hit Python it replaced: sort by (-cosine, vec_key), then select.
+    vecs = np.arange(1, len(hits) + 1, dtype=np.int64)[::-1].copy()  # graph order != key order
+    owners = np.array([o for o, _ in hits], np.int64)
+    sims = np.array([s for _, s in hits], np.float32)
+    order = np.lexsort((vecs, -sims))
+    found = (vecs[order], owners[order], sims[order])
+    triples = zip(vecs.tolist(), owners.tolist(), sims.tolist(), strict=True)
+    expected = select(sorted(triples, key=lambda h: (-h[2], h[0])), k, cap)
+    assert _select_arrays(found, k, cap) == expected
