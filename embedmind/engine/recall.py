@@ -106,6 +106,29 @@ class Timer:
         self._started = now
 
 
+class Rows:
+    """The memories one recall reads, each loaded once from its session.
+
+    Dates, latest value, recency and the hits all need memories of the same
+    candidates; each used to load its own (a temporal query read the fused
+    candidates once per depth tier, then the hits again). All reads are in
+    the one read session, so a memory loaded once is the one a later load gives.
+    """
+
+    def __init__(self, session: ReadSession) -> None:
+        self._session = session
+        self._found: dict[int, Memory] = {}
+        self._asked: set[int] = set()
+
+    def load(self, keys: Sequence[int]) -> dict[int, Memory]:
+        """The memories of ``keys`` (those that exist), loading only the ones not read yet."""
+        missing = [key for key in dict.fromkeys(keys) if key not in self._asked]
+        if missing:
+            self._found.update(self._session.records.load(missing))
+            self._asked.update(missing)
+        return {key: self._found[key] for key in keys if key in self._found}
+
+
 @dataclass(frozen=True)
 class Ranked:
     """One channel's result: ``(key, raw score)`` best first."""
@@ -122,6 +145,7 @@ def execute(
 ) -> Recall:
     """Run ``request`` in ``session`` (``query_vector`` is ``None`` for a store without vectors)."""
     k, mode = request.k, request.mode
+    rows = Rows(session)
     wants_vector = mode is not Mode.TEXT or request.rerank_alpha is not None
     can_vector = query_vector is not None
     degraded: list[str] = []
@@ -169,16 +193,16 @@ def execute(
         fused = prefix_stable(lambda d: rerank(pool(d), cosines, alpha, d), depths, wanted)
         ranked.append(Ranked(VECTOR, sorted(cosines.items(), key=lambda item: -item[1])))
     else:
-        fused = fuse(session, ranked, mode, depths, request, wanted, lexical_at)
+        fused = fuse(rows, ranked, mode, depths, request, wanted, lexical_at)
     timer.lap("fuse")
     if request.latest and latest_value.asks_current(request.query):
-        fused = _latest_first(session, fused, ranked)
+        fused = _latest_first(rows, fused, ranked)
         timer.lap(LATEST)
     fused = fused[:k]
     if request.expand_related:
         fused += _one_hop(session, [key for key, _ in fused], request.selection)
         timer.lap("expand")
-    result = build(session, fused, ranked, mode, tuple(degraded), via)
+    result = build(rows, fused, ranked, mode, tuple(degraded), via)
     timer.lap("load")
     return result
 
@@ -221,11 +245,11 @@ def _widened_lists(
 
 
 def _latest_first(
-    session: ReadSession, fused: list[tuple[int, float]], ranked: list[Ranked]
+    rows: Rows, fused: list[tuple[int, float]], ranked: list[Ranked]
 ) -> list[tuple[int, float]]:
     # Post-retrieval: the cluster of the ranking, newest first (latest_value).
     head = fused[: latest_value.SPAN]
-    memories = session.records.load([key for key, _ in head])
+    memories = rows.load([key for key, _ in head])
     created = {key: memory.created_at.timestamp() for key, memory in memories.items()}
     reordered, members = latest_value.newest_first(head, created)
     if members:
@@ -234,7 +258,7 @@ def _latest_first(
 
 
 def fuse(
-    session: ReadSession,
+    rows: Rows,
     ranked: list[Ranked],
     mode: Mode,
     depths: Sequence[int],
@@ -257,27 +281,27 @@ def fuse(
         cut = [items[:depth] for items in lists]
         if lexical_at is not None:
             cut[0] = lexical_at(depth)
-        extra = [_by_recency(session, cut)] if request.recency else []
+        extra = [_by_recency(rows, cut)] if request.recency else []
         fused = rrf([*cut, *extra], request.rrf_k)
         if request.windows:
-            return rrf([*cut, *extra, _dated(session, fused, request.windows)], request.rrf_k)
+            return rrf([*cut, *extra, _dated(rows, fused, request.windows)], request.rrf_k)
         return fused
 
     if request.recency:
-        ranked.append(Ranked(RECENCY, _by_recency(session, lists)))
+        ranked.append(Ranked(RECENCY, _by_recency(rows, lists)))
     if request.windows:
-        ranked.append(Ranked(DATES, _dated(session, at(depths[-1]), request.windows)))
+        ranked.append(Ranked(DATES, _dated(rows, at(depths[-1]), request.windows)))
     if mode is not Mode.HYBRID and len(ranked) == 1:
         return ranked[0].items[:wanted]
     return prefix_stable(at, depths, wanted)
 
 
 def _dated(
-    session: ReadSession, fused: Sequence[tuple[int, float]], windows: Sequence[Window]
+    rows: Rows, fused: Sequence[tuple[int, float]], windows: Sequence[Window]
 ) -> list[tuple[int, float]]:
     # The fused candidates created within a window the query names, in their
     # fused order: one more list that moves them up, never a new memory.
-    memories = session.records.load([key for key, _ in fused])
+    memories = rows.load([key for key, _ in fused])
     inside = [
         key
         for key, _ in fused
@@ -287,18 +311,18 @@ def _dated(
 
 
 def _by_recency(
-    session: ReadSession, lists: Sequence[Sequence[tuple[int, float]]]
+    rows: Rows, lists: Sequence[Sequence[tuple[int, float]]]
 ) -> list[tuple[int, float]]:
     # The union of what the content channels found, newest first: recency can
     # reorder these candidates but never introduce one.
     union = list(dict.fromkeys(key for items in lists for key, _ in items))
-    memories = session.records.load(union)
+    memories = rows.load(union)
     stamps = {key: memories[key].created_at.timestamp() for key in union if key in memories}
     return sorted(stamps.items(), key=lambda item: (-item[1], item[0]))
 
 
 def build(
-    session: ReadSession,
+    rows: Rows,
     fused: list[tuple[int, float]],
     ranked: Sequence[Ranked],
     mode: Mode,
@@ -309,7 +333,7 @@ def build(
 
     ``via`` names, per widened key, the key term whose sub-query brought it in.
     """
-    memories: dict[int, Memory] = session.records.load([key for key, _ in fused])
+    memories = rows.load([key for key, _ in fused])
     raw_scores = [dict(r.items) for r in ranked]
     positions = {
         r.channel: {key: (rank, raw[key]) for key, rank in tied_ranks(r.items)}

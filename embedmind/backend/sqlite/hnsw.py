@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from embedmind.backend.sqlite import fileio, vector_rows
+from embedmind.backend.sqlite.vector_owners import OwnerMap
 from embedmind.errors import StorageError
 
 if TYPE_CHECKING:
@@ -129,6 +130,8 @@ class VectorIndex:
         """Monotonic time before which a save is not attempted again (after one failed)."""
         self.rebuilt = 0
         """How many times this process rebuilt the index from SQLite (diagnostics)."""
+        self.owners = OwnerMap()
+        """vec_key -> memory key, taught wherever vectors enter the graph (search side)."""
         self._provisional: vector_rows.IndexFile | None = None
         """The registry entry :meth:`save` wrote inside a transaction not yet known committed.
 
@@ -216,12 +219,13 @@ class VectorIndex:
         applied = vector_rows.last_seq(conn, self.space)
         after = 0
         while True:
-            vec_keys, _, vectors = vector_rows.load_all(
+            vec_keys, keys, vectors = vector_rows.load_all(
                 conn, self.dims, after, _REBUILD_PAGE, self.space
             )
             if not len(vec_keys):
                 break
             index.add(vec_keys.astype(np.uint64), vectors)
+            self.owners.learn(conn, vec_keys, keys)
             after = int(vec_keys[-1])
         self._index, self._applied = index, applied
         self._from_file = False
@@ -239,9 +243,10 @@ class VectorIndex:
             self._index.remove(key)
         wanted = [k for k, added in final.items() if added and k not in self._index]
         if wanted:
-            vec_keys, _, vectors = vector_rows.load(conn, wanted, self.dims, self.space)
+            vec_keys, keys, vectors = vector_rows.load(conn, wanted, self.dims, self.space)
             if len(vec_keys):
                 self._index.add(vec_keys.astype(np.uint64), vectors)
+                self.owners.learn(conn, vec_keys, keys)
         self._applied = max(last, vector_rows.last_seq(conn, self.space))
 
     def search(

@@ -212,27 +212,6 @@ def trim_log(conn: apsw.Connection, up_to: int, space: Space = MEMORY) -> None:
     conn.execute(f"DELETE FROM {space.log} WHERE seq <= ?", (up_to,))
 
 
-def admitted_owners(
-    conn: apsw.Connection,
-    vec_keys: Sequence[int],
-    condition: str,
-    params: Sequence[object],
-    space: Space = MEMORY,
-) -> dict[int, int]:
-    """Map each of ``vec_keys`` whose memory ``condition`` admits to that memory's key."""
-    # CROSS JOIN fixes the join order: from the given vec_keys to their rows
-    # to their memories. Left to itself the planner may scan every memory.
-    sql = (
-        f"SELECT v.vec_key, v.key FROM json_each(?) AS j CROSS JOIN {space.table} AS v "
-        "CROSS JOIN memories AS m WHERE v.vec_key = j.value AND m.key = v.key "
-        f"AND {condition}"
-    )
-    return {
-        int(a): int(b)
-        for a, b in conn.execute(sql, (json.dumps([int(v) for v in vec_keys]), *params))
-    }
-
-
 def of_keys(
     conn: apsw.Connection,
     keys: Sequence[int],
