@@ -197,12 +197,11 @@ class LexicalIndex:
         tfs = np.fromiter((tf for e in entries for tf in e.counts.values()), np.int64, total)
         per_doc = [len(entry.counts) for entry in entries]
         lengths = [sum(entry.counts.values()) for entry in entries]
-        pairs = np.column_stack([term_ids, tfs]).astype("<i8")
-        docs, at = [], 0
-        for entry, n, length in zip(entries, per_doc, lengths, strict=True):
-            packed = pairs[at : at + n].tobytes() + postings.pack_links(entry.links)
-            docs.append((entry.key, length, packed))
-            at += n
+        blobs = postings.pack_terms(per_doc, term_ids, tfs)
+        docs = [
+            (e.key, length, blob, *(e.links or (None, None)))
+            for e, length, blob in zip(entries, lengths, blobs, strict=True)
+        ]
         postings.put_packed_docs(conn, docs)
         postings.add_stats(conn, len(docs), sum(lengths))
         batch = bulk_postings.Batch.of([e.key for e in entries], lengths, per_doc, term_ids, tfs)
