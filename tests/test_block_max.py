@@ -80,3 +80,12 @@ def test_blocks_that_cannot_reach_the_top_are_skipped() -> None:
     best = all_keys[np.lexsort((all_keys, -all_scores))][:10]
     got = keys_top[np.lexsort((keys_top, -scores))][:10]
     assert got.tolist() == best.tolist()
+
+
+def test_a_skipped_block_of_the_last_term_keeps_theta() -> None:
+    # Found by hypothesis: every term was scored, but key 3's block of the last
+    # one was skipped; returning θ = 0 ("complete") would vouch for its absence.
+    lists = [_term([1, 2, 3], [1, 2, 1], [1, 1, 1], 3.5, 1), _term([1, 2], [1, 2], [1, 1], 4.0, 1)]
+    keys, scores, theta = maxscore.top(lists, AVGDL, 2)
+    exact = dict(zip(*(a.tolist() for a in maxscore.exhaustive(lists, AVGDL)), strict=True))
+    assert 3 in keys or exact[3] < theta

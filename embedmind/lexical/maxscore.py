@@ -127,7 +127,9 @@ def top(
     if tally is not None:
         tally.count(scored, skipped)
     if done == len(order):
-        return candidates, acc.values[candidates], 0.0
+        # Every term scored: complete (θ 0) unless a block was skipped, whose
+        # unseen documents score below the θ that skipped it.
+        return candidates, acc.values[candidates], theta if skipped else 0.0
     partial = acc.values[candidates]
     for i in range(done, len(order)):
         keep = partial + remaining[i] >= theta
