@@ -58,7 +58,9 @@ def _dump(conn: apsw.Connection) -> dict[str, Any]:
         entry = get_entry(conn, int(key))
         assert entry is not None
         length, term_ids, tfs, links = entry
-        docs[key] = (length, [(names[int(t)], int(f)) for t, f in zip(term_ids, tfs, strict=True)])
+        # Stored by term id, which depends on the order terms were first met: compare by name.
+        pairs = sorted((names[int(t)], int(f)) for t, f in zip(term_ids, tfs, strict=True))
+        docs[key] = (length, pairs)
         docs[key] += (links,)
     by_term: dict[str, list[tuple[Any, ...]]] = {}
     for term_id, *block in q(

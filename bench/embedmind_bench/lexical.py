@@ -132,7 +132,29 @@ def _table(result: SizeResult) -> Table:
             fmt(engine.index_bytes / 1e6, ".1f") if engine.index_bytes else "mem",
         )
     table.notes.append("target: embedmind p50 / tantivy p50 <= 3 at 1M")
+    table.notes += _lexical_notes(result)
     return table
+
+
+def _lexical_notes(result: SizeResult) -> list[str]:
+    """The BM25 tables of embedmind beside tantivy's index, and its blocks scored per query."""
+    ours, tantivy = result.engines.get("embedmind"), result.engines.get("tantivy")
+    if ours is None or ours.status != "ok":
+        return []
+    notes = []
+    lexical = ours.settings.get("lexical_index_bytes")
+    if lexical:
+        vs = ""
+        if tantivy is not None and tantivy.status == "ok" and tantivy.index_bytes:
+            vs = f" = {lexical / tantivy.index_bytes:.2f}x tantivy's index"
+        notes.append(f"embedmind lexical tables: {lexical / 1e6:.1f} MB{vs} (file: records too)")
+    blocks = ours.settings.get("blocks_per_query")
+    if blocks:
+        notes.append(
+            f"embedmind blocks per query: {blocks['scored']:.1f} scored, "
+            f"{blocks['skipped']:.1f} skipped by block-max ({blocks['queries']} queries)"
+        )
+    return notes
 
 
 def _record(outcome: Outcome, result: SizeResult) -> None:

@@ -238,7 +238,7 @@ class EmbedmindEngine:
     def __init__(self, workdir: Path) -> None:
         module = importlib.import_module("embedmind")
         self.settings: dict[str, Any] = {"embedder": None, "synchronous": "NORMAL"}
-        path = str(workdir / "embedmind.db")
+        self._path = path = str(workdir / "embedmind.db")
         self._store = module.Store.open(path, embedder=None, synchronous="NORMAL")
 
     def build(self, docs: Sequence[str], progress: ProgressFn) -> None:
@@ -247,13 +247,37 @@ class EmbedmindEngine:
             items = ({"id": str(start + i), "content": text} for i, text in enumerate(batch))
             self._store.remember_many(items, batch_size=BATCH)
             progress(len(batch))
+        self.settings["lexical_index_bytes"] = self._lexical_bytes()
+
+    def _lexical_bytes(self) -> int:
+        """Bytes of the BM25 index's own tables and indexes (SQLite's ``dbstat``).
+
+        The file also holds the records (content, metadata, their indexes),
+        which tantivy's index here does not store; this is the like-for-like size.
+        """
+        conn = apsw.Connection(self._path, flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            row = conn.execute(
+                "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'lex%' "
+                "OR name LIKE 'sqlite_autoindex_lex%'"
+            ).fetchone()
+        finally:
+            conn.close()
+        return int(row[0]) if row and row[0] else 0
 
     def search(self, query: str, k: int) -> list[int]:
         """Recall in text mode; ids are the documents' keys."""
         return [int(hit.id) for hit in self._store.recall(query, mode="text", k=k)]
 
     def close(self) -> None:
-        """Close the store."""
+        """Record the blocks scored per query (block-max pruning), then close the store."""
+        tally = self._store._lexical.tally  # the engine's own counter, for this report only
+        if tally.queries:
+            self.settings["blocks_per_query"] = {
+                "scored": tally.scored / tally.queries,
+                "skipped": tally.skipped / tally.queries,
+                "queries": tally.queries,
+            }
         self._store.close()
 
 

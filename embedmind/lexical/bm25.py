@@ -39,3 +39,12 @@ def upper_bound(max_tf: int, min_length: int, term_idf: float, avgdl: float) -> 
     """
     norm = K1 * (1.0 - B + B * (min_length / avgdl))
     return term_idf * max_tf * (K1 + 1.0) / (max_tf + norm)
+
+
+def upper_bounds(
+    max_tf: FloatArray, min_length: FloatArray, term_idf: float, avgdl: float
+) -> FloatArray:
+    """:func:`upper_bound` of many blocks at once."""
+    norm = K1 * (1.0 - B + B * (min_length / avgdl))
+    bounds: FloatArray = term_idf * max_tf * (K1 + 1.0) / (max_tf + norm)
+    return bounds

@@ -7,11 +7,21 @@ document past the current m-th best partial score (θ). Those left-over terms
 are then only looked up (binary search) for the surviving candidates, so the
 long lists of common words are never scored in full. Every document that can
 reach the top m keeps its exact score.
+
+Block-max (Ding & Suel, "Faster top-k document retrieval using block-max
+indexes", 2011), term-at-a-time: each term's postings come in blocks with
+their own score bound. Once θ is known, a block of a term still scored in
+full whose bound plus the bounds of every later term stays below θ cannot
+bring a new document into the top m, so it is not scored: only the documents
+already seen are looked up in it. θ only rises and partial scores only
+under-estimate, so a document skipped this way scores below θ, which the
+result already says it does not vouch for.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +41,16 @@ class TermList:
     length: F32
     idf: float
     bound: float
+    block_starts: I64 | None = None
+    """Where each block starts in ``keys`` (None: one block)."""
+    block_bounds: npt.NDArray[np.float64] | None = None
+    """Each block's score bound (None: ``bound``)."""
+
+    def blocks(self) -> tuple[I64, npt.NDArray[np.float64]]:
+        """``(starts, bounds)`` of the blocks."""
+        if self.block_starts is None or self.block_bounds is None:
+            return np.zeros(1, np.int64), np.asarray([self.bound])
+        return self.block_starts, self.block_bounds
 
     def scores(self, avgdl: float, select: I64 | None = None) -> npt.NDArray[np.float64]:
         """BM25 contributions of all postings, or of the positions ``select``."""
@@ -51,12 +71,32 @@ def exhaustive(lists: list[TermList], avgdl: float) -> tuple[I64, npt.NDArray[np
     return found, acc.values[found]
 
 
-def top(lists: list[TermList], avgdl: float, m: int) -> tuple[I64, npt.NDArray[np.float64], float]:
+@dataclass
+class Tally:
+    """Blocks a store's queries scored and skipped (``embedmind bench lexical`` reports them)."""
+
+    queries: int = 0
+    scored: int = 0
+    skipped: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def count(self, scored: int, skipped: int) -> None:
+        """Add one query's blocks."""
+        with self._lock:
+            self.queries += 1
+            self.scored += scored
+            self.skipped += skipped
+
+
+def top(
+    lists: list[TermList], avgdl: float, m: int, tally: Tally | None = None
+) -> tuple[I64, npt.NDArray[np.float64], float]:
     """A superset of the ``m`` best documents, with exact scores, and the bound θ.
 
     Every document outside the result scores below θ (θ is 0 when the result
     holds every matching document); so does every result member whose score is
     below θ only as far as the result knows — trust the result down to θ.
+    ``tally`` counts the blocks scored and skipped.
     """
     order = sorted(lists, key=lambda t: -t.bound)
     remaining = [*np.cumsum([t.bound for t in order][::-1])[::-1].tolist(), 0.0]
@@ -64,8 +104,17 @@ def top(lists: list[TermList], avgdl: float, m: int) -> tuple[I64, npt.NDArray[n
     parts: list[I64] = []
     theta = 0.0
     done = 0
+    scored = skipped = 0
     for i, term in enumerate(order):
-        parts.append(acc.add(term, term.scores(avgdl)))
+        starts, bounds = term.blocks()
+        live = bounds + remaining[i + 1] >= theta if theta > 0.0 else None
+        if live is None or live.all():
+            parts.append(acc.add(term, term.scores(avgdl)))
+            scored += len(starts)
+        else:
+            parts.append(_add_blocks(acc, term, avgdl, starts, live, np.concatenate(parts)))
+            scored += int(live.sum())
+            skipped += int((~live).sum())
         done = i + 1
         seen = sum(len(p) for p in parts)
         if done < len(order) and seen >= m:
@@ -74,8 +123,13 @@ def top(lists: list[TermList], avgdl: float, m: int) -> tuple[I64, npt.NDArray[n
             if remaining[done] < theta:
                 break
     candidates = np.concatenate(parts) if parts else np.empty(0, np.int64)
+    skipped += sum(len(term.blocks()[0]) for term in order[done:])  # looked up, not scored
+    if tally is not None:
+        tally.count(scored, skipped)
     if done == len(order):
-        return candidates, acc.values[candidates], 0.0
+        # Every term scored: complete (θ 0) unless a block was skipped, whose
+        # unseen documents score below the θ that skipped it.
+        return candidates, acc.values[candidates], theta if skipped else 0.0
     partial = acc.values[candidates]
     for i in range(done, len(order)):
         keep = partial + remaining[i] >= theta
@@ -87,6 +141,34 @@ def top(lists: list[TermList], avgdl: float, m: int) -> tuple[I64, npt.NDArray[n
         found[inside] = term.keys[at[inside]] == candidates[inside]
         partial[found] += term.scores(avgdl, at[found])
     return candidates, partial, theta
+
+
+def _add_blocks(
+    acc: _Accumulator,
+    term: TermList,
+    avgdl: float,
+    starts: I64,
+    live: npt.NDArray[np.bool_],
+    seen: I64,
+) -> I64:
+    """Score ``term``'s live blocks in full and look ``seen`` up in the others; return new keys."""
+    n = len(term.keys)
+    stops = np.append(starts[1:], n)
+    # Postings of the live blocks, without visiting the skipped ones.
+    sizes = (stops - starts)[live]
+    firsts = starts[live]
+    positions = np.repeat(firsts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
+    at = np.searchsorted(term.keys, seen)
+    inside = at < n
+    found = np.zeros(len(seen), dtype=bool)
+    found[inside] = term.keys[at[inside]] == seen[inside]
+    block_of = np.searchsorted(starts, at[found], side="right") - 1
+    looked = at[found][~live[block_of]]
+    select = np.concatenate([positions, looked])
+    keys = term.keys[select]
+    fresh: I64 = keys[acc.values[keys] == 0.0]
+    acc.values[keys] += term.scores(avgdl, select)
+    return fresh
 
 
 class _Accumulator:

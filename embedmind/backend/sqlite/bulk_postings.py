@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from embedmind.backend.sqlite import postings as store
-from embedmind.backend.sqlite.blocks import BLOCK_SIZE, Postings
+from embedmind.backend.sqlite.blocks import BLOCK_SIZE, Postings, encode_many
 
 _TF_MAX = 65_535
 _LENGTH_MAX = 2**32 - 1
@@ -124,9 +124,9 @@ def _blocks(
     pieces: list[Postings], heads: list[tuple[int, int, int | None, int | None]]
 ) -> list[store.EncodedBlock]:
     """Cut each term's run (its topped-up last block, then its new postings) into blocks."""
-    keys = np.concatenate([p.keys for p in pieces]).astype("<i8")
-    tfs = np.concatenate([p.tfs for p in pieces]).astype("<u2")
-    lengths = np.concatenate([p.lengths for p in pieces]).astype("<u4")
+    keys = np.concatenate([p.keys for p in pieces]).astype(np.int64)
+    tfs = np.concatenate([p.tfs for p in pieces]).astype(np.int64)
+    lengths = np.concatenate([p.lengths for p in pieces]).astype(np.int64)
     runs = np.asarray([length for _, length, _, _ in heads], dtype=np.int64)
     run_starts = np.cumsum(runs) - runs
     per_run = (runs + BLOCK_SIZE - 1) // BLOCK_SIZE
@@ -136,6 +136,7 @@ def _blocks(
     block_stops = np.minimum(block_starts + BLOCK_SIZE, (run_starts + runs)[run_of])
     max_tf = np.maximum.reduceat(tfs, block_starts)
     min_length = np.minimum.reduceat(lengths, block_starts)
+    data = encode_many(keys, tfs, lengths, block_starts, block_stops)
     out: list[store.EncodedBlock] = []
     for i, (run, a, b) in enumerate(
         zip(run_of.tolist(), block_starts.tolist(), block_stops.tolist(), strict=True)
@@ -150,7 +151,7 @@ def _blocks(
                 b - a,
                 int(max_tf[i]),
                 int(min_length[i]),
-                keys[a:b].tobytes() + tfs[a:b].tobytes() + lengths[a:b].tobytes(),
+                data[i],
             )
         )
     return out

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import apsw
 
-from embedmind.backend.sqlite import session_rows
+from embedmind.backend.sqlite import session_rows, transcode
 from embedmind.crashpoints import crashpoint
 from embedmind.errors import SchemaVersionError
 
@@ -218,6 +218,18 @@ def m0006_aliases(conn: apsw.Connection) -> None:
     )
 
 
+def m0007_compact_postings(conn: apsw.Connection) -> None:
+    """Store the postings compactly: about 3 bytes a posting instead of 14.
+
+    Posting blocks take the smallest byte width each of their key gaps, tfs
+    and lengths needs, and each document's term list becomes LEB128 with its
+    dialog links in columns of their own (``embedmind.backend.sqlite.blocks``,
+    ``embedmind.backend.sqlite.transcode``). Every value is carried over
+    exactly, so scores and rankings do not change.
+    """
+    transcode.compact_postings(conn)
+
+
 def _new_store_settings(conn: apsw.Connection) -> None:
     """The settings a store starts with, written once, in the transaction that creates it.
 
@@ -230,7 +242,7 @@ def _new_store_settings(conn: apsw.Connection) -> None:
 
 MIGRATIONS: tuple[Migration, ...] = (
     m0001_initial, m0002_vectors, m0003_graph, m0004_fragments, m0005_sessions,
-    m0006_aliases,
+    m0006_aliases, m0007_compact_postings,
 )  # fmt: skip
 LATEST = len(MIGRATIONS)
 

@@ -8,10 +8,10 @@ Tables (see ``migrations.m0001_initial``):
   version, data)`` — packed postings (:mod:`embedmind.backend.sqlite.blocks`).
   ``first_key`` is a lower bound of the block's keys, so the block holding a
   key is the one with the largest ``first_key`` not above it.
-- ``lex_docs(key, length, terms)`` — each document's term ids and counts, so
-  removing a document touches exactly its own postings. With session context
-  the list also holds the document's dialog neighbours as pairs with a
-  negative "term id": ``(-1, previous key)`` and ``(-2, next key)``.
+- ``lex_docs(key, length, terms, prev_key, next_key)`` — each document's
+  term ids and counts (:func:`pack_terms`), so removing a document touches
+  exactly its own postings, and with session context the dialog neighbours
+  its postings were built with (NULL: none).
 - ``lex_stats`` — document count and total length, for idf and avgdl.
 
 ``version`` columns hold the write sequence of the transaction that last
@@ -28,6 +28,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from embedmind.backend.sqlite import varint
 from embedmind.backend.sqlite.blocks import Postings, decode, encode
 from embedmind.backend.sqlite.connection import fetch_one
 from embedmind.errors import StorageError
@@ -226,7 +227,6 @@ def get_doc(
     return None if entry is None else entry[:3]
 
 
-_PREV, _NEXT = -1, -2
 Links = tuple[int | None, int | None]
 """A document's ``(previous, next)`` dialog neighbours."""
 
@@ -234,55 +234,74 @@ Links = tuple[int | None, int | None]
 def get_entry(
     conn: apsw.Connection, key: int
 ) -> tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64], Links] | None:
-    """A document's length, term ids, term counts and dialog links, or None when not indexed."""
-    row = conn.execute("SELECT length, terms FROM lex_docs WHERE key = ?", (key,)).fetchone()
+    """A document's length, term ids (ascending), term counts and dialog links, or None."""
+    row = conn.execute(
+        "SELECT length, terms, prev_key, next_key FROM lex_docs WHERE key = ?", (key,)
+    ).fetchone()
     if row is None:
         return None
-    if len(row[1]) % 16:
-        # Pairs of int64: anything else is a damaged row, not numpy's ValueError.
+    term_ids, tfs = unpack_terms(row[1], key)
+    return int(row[0]), term_ids, tfs, (row[2], row[3])
+
+
+def unpack_terms(blob: bytes, key: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """A ``lex_docs.terms`` blob's term ids (ascending) and their counts.
+
+    Raises:
+        StorageError: When the blob is not a term list (a damaged row).
+    """
+    try:
+        values = varint.decode_all(blob)
+    except StorageError as exc:
+        raise StorageError(f"the term list of document {key} is damaged: {exc}") from None
+    if len(values) % 2:
         raise StorageError(f"the term list of document {key} is damaged")
-    packed = np.frombuffer(row[1], dtype="<i8").reshape(-1, 2)
-    terms = packed[:, 0] >= 0
-    links = {int(kind): int(other) for kind, other in packed[~terms].tolist()}
-    return (
-        int(row[0]),
-        packed[terms, 0].astype(np.int64),
-        packed[terms, 1].astype(np.int64),
-        (links.get(_PREV), links.get(_NEXT)),
-    )
+    n = len(values) // 2
+    return np.cumsum(values[:n]), values[n:]
 
 
-def put_docs(
-    conn: apsw.Connection,
-    docs: Sequence[tuple[int, int, Sequence[tuple[int, int]]]],
-    links: Sequence[Links | None] | None = None,
+def pack_terms(
+    per_doc: Sequence[int], term_ids: npt.NDArray[np.int64], tfs: npt.NDArray[np.int64]
+) -> list[bytes]:
+    """The ``lex_docs.terms`` blob of each document; doc ``i`` owns ``per_doc[i]`` pairs.
+
+    A blob is LEB128 (:mod:`embedmind.backend.sqlite.varint`): the document's
+    term ids in ascending order as gaps (the first one whole), then each
+    one's count — a dozen terms cost about 30 bytes (they cost 16 a term as
+    int64 pairs before schema 7). The whole batch is encoded at once.
+    """
+    counts = np.asarray(per_doc, dtype=np.int64)
+    if not len(counts):
+        return []
+    doc_of = np.repeat(np.arange(len(counts)), counts)
+    order = np.lexsort((term_ids, doc_of))
+    ids, counted = term_ids[order], tfs[order]
+    starts = np.cumsum(counts) - counts
+    gaps = np.empty_like(ids)
+    if len(ids):
+        gaps[0] = ids[0]
+        gaps[1:] = np.diff(ids)
+    nonempty = starts[counts > 0]
+    gaps[nonempty] = ids[nonempty]  # each document's first id is whole
+    offset = np.arange(len(ids), dtype=np.int64) - starts[doc_of]
+    values = np.empty(2 * len(ids), dtype=np.int64)
+    values[2 * starts[doc_of] + offset] = gaps
+    values[2 * starts[doc_of] + counts[doc_of] + offset] = counted
+    nbytes = varint.sizes(values)
+    data = varint.encode(values, nbytes).tobytes()
+    cum = np.concatenate([[0], np.cumsum(nbytes)]).tolist()
+    bounds = (2 * starts).tolist()
+    return [data[cum[a] : cum[a + 2 * n]] for a, n in zip(bounds, counts.tolist(), strict=True)]
+
+
+def put_packed_docs(
+    conn: apsw.Connection, docs: Sequence[tuple[int, int, bytes, int | None, int | None]]
 ) -> None:
-    """Record documents: ``(key, length, [(term_id, tf), ...])``, each with its dialog links."""
-    rows = []
-    for i, (key, length, pairs) in enumerate(docs):
-        around = links[i] if links is not None else None
-        extra = [] if around is None else _link_pairs(around)
-        packed = np.asarray([*pairs, *extra], dtype="<i8").reshape(-1, 2).tobytes()
-        rows.append((key, length, packed))
-    conn.executemany("INSERT INTO lex_docs (key, length, terms) VALUES (?, ?, ?)", rows)
-
-
-def put_packed_docs(conn: apsw.Connection, docs: Sequence[tuple[int, int, bytes]]) -> None:
-    """Record documents whose ``terms`` blob is packed already (:func:`pack_links` appended)."""
-    conn.executemany("INSERT INTO lex_docs (key, length, terms) VALUES (?, ?, ?)", docs)
-
-
-def pack_links(links: Links | None) -> bytes:
-    """The ``(-1, previous)``, ``(-2, next)`` pairs of a document's term list, packed."""
-    if links is None:
-        return b""
-    return np.asarray(_link_pairs(links), dtype="<i8").reshape(-1, 2).tobytes()
-
-
-def _link_pairs(links: Links) -> list[tuple[int, int]]:
-    previous, following = links
-    out = [] if previous is None else [(_PREV, previous)]
-    return out if following is None else [*out, (_NEXT, following)]
+    """Record documents: ``(key, length, terms blob, previous, next)`` (:func:`pack_terms`)."""
+    conn.executemany(
+        "INSERT INTO lex_docs (key, length, terms, prev_key, next_key) VALUES (?, ?, ?, ?, ?)",
+        docs,
+    )
 
 
 def delete_doc(conn: apsw.Connection, key: int) -> None:

@@ -33,7 +33,7 @@ def text_channel(
 ) -> list[tuple[int, float]]:
     """The top ``k`` admitted documents by BM25: ``(key, score)`` best first."""
     lists, avgdl = lexical.term_lists(conn, query_terms(text))
-    return scored_channel(conn, lists, avgdl, condition, k)
+    return scored_channel(conn, lists, avgdl, condition, k, lexical.tally)
 
 
 def widened_channel(
@@ -58,7 +58,7 @@ def widened_channel(
     terms = [term for term, _, _ in present]
     lists = [term_list for _, term_list, _ in present]
     avgdl = present[0][2]
-    found = scored_channel(conn, lists, avgdl, condition, k)
+    found = scored_channel(conn, lists, avgdl, condition, k, lexical.tally)
     return found, widening.widen(conn, terms, lists, avgdl, condition, found[:base])
 
 
@@ -68,9 +68,10 @@ def scored_channel(
     avgdl: float,
     condition: tuple[str, list[Any]],
     k: int,
+    tally: maxscore.Tally | None = None,
 ) -> list[tuple[int, float]]:
     """The top ``k`` admitted documents of the query whose term lists are ``lists``."""
-    keys, scores, theta = maxscore.top(lists, avgdl, k + _MAXSCORE_SLACK)
+    keys, scores, theta = maxscore.top(lists, avgdl, k + _MAXSCORE_SLACK, tally)
     found = admitted_best_first(conn, Scored(keys, scores), condition, k)
     if theta == 0.0 or (len(found) == k and found[-1][1] >= theta):
         return found

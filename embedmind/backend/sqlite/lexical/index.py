@@ -58,6 +58,8 @@ class LexicalIndex:
         self._terms: _LRU[_Cached] = _LRU(CACHE_POSTINGS)
         self._blocks: _LRU[Postings] = _LRU(CACHE_POSTINGS)
         self._table: tuple[str, Table] = ("", aliases.EMPTY)
+        self.tally = maxscore.Tally()
+        """Blocks this process's text queries scored and skipped (block-max pruning)."""
 
     def aliases(self, conn: apsw.Connection) -> Table:
         """The store's compiled alias table, as of ``conn``'s transaction (cached by version)."""
@@ -197,12 +199,11 @@ class LexicalIndex:
         tfs = np.fromiter((tf for e in entries for tf in e.counts.values()), np.int64, total)
         per_doc = [len(entry.counts) for entry in entries]
         lengths = [sum(entry.counts.values()) for entry in entries]
-        pairs = np.column_stack([term_ids, tfs]).astype("<i8")
-        docs, at = [], 0
-        for entry, n, length in zip(entries, per_doc, lengths, strict=True):
-            packed = pairs[at : at + n].tobytes() + postings.pack_links(entry.links)
-            docs.append((entry.key, length, packed))
-            at += n
+        blobs = postings.pack_terms(per_doc, term_ids, tfs)
+        docs = [
+            (e.key, length, blob, *(e.links or (None, None)))
+            for e, length, blob in zip(entries, lengths, blobs, strict=True)
+        ]
         postings.put_packed_docs(conn, docs)
         postings.add_stats(conn, len(docs), sum(lengths))
         batch = bulk_postings.Batch.of([e.key for e in entries], lengths, per_doc, term_ids, tfs)
@@ -250,7 +251,10 @@ class LexicalIndex:
             idf = bm25.idf(row.df, doc_count) * weights[term]
             # A hair above the exact bound: scores are computed in float32.
             bound = bm25.upper_bound(cached.max_tf, cached.min_length, idf, avgdl) * 1.0001
-            lists.append(TermList(cached.keys, cached.tf, cached.length, idf, bound))
+            bounds = bm25.upper_bounds(cached.block_tf, cached.block_length, idf, avgdl) * 1.0001
+            lists.append(
+                TermList(cached.keys, cached.tf, cached.length, idf, bound, cached.starts, bounds)
+            )
         return lists, avgdl
 
     def score(self, conn: apsw.Connection, terms: Sequence[str]) -> Scored:
@@ -269,7 +273,7 @@ class LexicalIndex:
             parts = {b: self._blocks.get(b, v) for b, v in versions}
         missing = [b for b, p in parts.items() if p is None]
         loaded = postings.load_blocks(conn, missing) if missing else {}
-        merged = _Cached.of(concat([parts[b] or loaded[b] for b, _ in versions]))
+        merged = _Cached.of([parts[b] or loaded[b] for b, _ in versions])
         with self._lock:
             for b, v in versions:
                 if b in loaded:
@@ -358,17 +362,33 @@ class _Cached:
     length: npt.NDArray[np.float32]
     max_tf: int
     min_length: int
+    starts: npt.NDArray[np.int64]
+    """Where each stored block starts in ``keys``."""
+    block_tf: npt.NDArray[np.float64]
+    """Each block's largest tf."""
+    block_length: npt.NDArray[np.float64]
+    """Each block's smallest length (with ``block_tf``, the block-max bound)."""
 
     @staticmethod
-    def of(p: Postings) -> _Cached:
+    def of(blocks: list[Postings]) -> _Cached:
+        p = concat(blocks)
         if not len(p):
-            return _Cached(p.keys, np.empty(0, np.float32), np.empty(0, np.float32), 0, 1)
+            empty = np.empty(0, np.float64)
+            return _Cached(p.keys, np.empty(0, np.float32), np.empty(0, np.float32), 0, 1,
+                           np.empty(0, np.int64), empty, empty)  # fmt: skip
+        sizes = np.asarray([len(b) for b in blocks], dtype=np.int64)
+        starts = np.cumsum(sizes) - sizes
+        block_tf = np.maximum.reduceat(p.tfs, starts).astype(np.float64)
+        block_length = np.minimum.reduceat(p.lengths, starts).astype(np.float64)
         return _Cached(
             p.keys,
             p.tfs.astype(np.float32),
             p.lengths.astype(np.float32),
-            int(p.tfs.max()),
-            int(p.lengths.min()),
+            int(block_tf.max()),
+            int(block_length.min()),
+            starts,
+            block_tf,
+            block_length,
         )
 
     def __len__(self) -> int:
