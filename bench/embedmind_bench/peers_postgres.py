@@ -35,6 +35,7 @@ import numpy as np
 from embedmind_bench import locomo_data, metrics, peers_scoring
 from embedmind_bench.corpus import CorpusSpec, iter_documents, make_queries
 from embedmind_bench.optional import load
+from embedmind_bench.peer_engines import Search
 from embedmind_bench.peers_report import locomo_table, synthetic_table
 from embedmind_bench.pg_peer_engines import (
     ENGINES,
@@ -49,7 +50,7 @@ from embedmind_bench.pg_report import filtered_table, ratios
 from embedmind_bench.pg_server import Databases, missing, server, url
 from embedmind_bench.report import Outcome
 from embedmind_bench.sizes import size_label
-from embedmind_bench.timing import round_robin
+from embedmind_bench.timing import Searcher, round_robin
 from embedmind_bench.vectordata import Matrix, corpus_vectors, exact_top_k
 
 K = 10
@@ -177,17 +178,12 @@ def _measure(
         engine, builds[name] = _build(name, part, data, context)
         if engine is not None:
             engines[name] = engine
-    searchers = {}
+    searchers: dict[str, Searcher] = {}
     for name, engine in engines.items():
         for mode, search in engine.modes().items():
-            searchers[f"{name} ({mode})"] = lambda i, s=search: s(
-                asks["queries"][i], asks["vectors"][i], asks["scopes"][i], K
-            )
-        narrowed = engine.filtered()
+            searchers[f"{name} ({mode})"] = _asking(search, asks)
         for label, wheres in asks.get("filters", {}).items():
-            searchers[f"{name} (filtered {label})"] = lambda i, f=narrowed, w=wheres: f(
-                asks["vectors"][i], w[i], K
-            )
+            searchers[f"{name} (filtered {label})"] = _narrowed(engine, asks["vectors"], wheres)
     bar = context["progress"](f"queries {part}", len(asks["queries"]))
     runs = round_robin(searchers, len(asks["queries"]), warmup=options.warmup, bar=bar)
     bar.close()
@@ -195,6 +191,17 @@ def _measure(
         engine.close()
         builds[name]["disk_bytes"] = _forget(name, part, context)
     return builds, runs
+
+
+def _asking(search: Search, asks: dict[str, Any]) -> Searcher:
+    """Query ``i`` of the plain searches: text, vector and scope ``i``."""
+    return lambda i: search(asks["queries"][i], asks["vectors"][i], asks["scopes"][i], K)
+
+
+def _narrowed(engine: PgPeer, vectors: Matrix, wheres: list[Fields]) -> Searcher:
+    """Query ``i`` of the filtered searches: vector ``i`` under filter ``i``."""
+    search = engine.filtered()
+    return lambda i: search(vectors[i], wheres[i], K)
 
 
 def _absent(outcome: Outcome, part: str, builds: dict[str, Any]) -> None:
