@@ -10,6 +10,7 @@ postings) migrates back to the very same postings and answers.
 from __future__ import annotations
 
 import datetime as dt
+import random
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,24 @@ from hypothesis import strategies as st
 import embedmind
 from embedmind.backend.sqlite import blocks, postings, varint
 from embedmind.backend.sqlite.blocks import Postings
-from embedmind.benchmarks.corpus import iter_documents
 from embedmind.errors import StorageError
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+_VOCABULARY = (
+    "alice bob tea coffee meeting monday paris flight hotel dentist birthday cake project "
+    "deadline report budget garden roses piano lesson doctor visa passport train ticket"
+).split()
+
+
+def iter_documents(count: int) -> list[str]:
+    """``count`` seeded chat-like texts: shared terms, rare ones, one in every text."""
+    rng = random.Random(7)
+    return [
+        " ".join(rng.choice(_VOCABULARY) for _ in range(rng.randint(4, 20)))
+        + f" chat note{i % 97}"  # "chat" in all: a term of several blocks
+        for i in range(count)
+    ]
+
 
 gaps = st.lists(st.integers(1, 2**40), min_size=0, max_size=40)
 counts = st.integers(1, 65_535)
