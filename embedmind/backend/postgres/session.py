@@ -194,8 +194,13 @@ class PgRecordWrites(PgRecords):
             sql.SQL("{} = %s").format(sql.Identifier(c)) for c in columns
         )
         params = [v for c, v in zip(records.COLUMNS, values, strict=True) if c != "created_at"]
+        # As SQLite's: a forgotten row comes back to life, reinforcement restarts.
         self.conn.execute(
-            sql.SQL("UPDATE memories SET {} WHERE key = %s").format(assignments), [*params, key]
+            sql.SQL(
+                "UPDATE memories SET {}, superseded_by = NULL, access_count = 0, "
+                "last_accessed_at = NULL, forgotten_at = NULL WHERE key = %s"
+            ).format(assignments),
+            [*params, key],
         )
 
     def index_text(self, docs: Sequence[tuple[int, str]]) -> None:
