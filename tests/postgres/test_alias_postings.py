@@ -157,9 +157,10 @@ def _answers(store: embedmind.Store) -> list[Any]:
     out: list[Any] = [store.aliases()]
     for query in QUERIES:
         hits = store.recall(query, mode="text", k=50, explain=True)
+        # By content: a supersede gives the new version a generated id on each side.
         out.append(
             sorted(
-                (round(h.channels["text"].raw, 5), h.id, h.channels["text"].via_context)
+                (round(h.channels["text"].raw, 5), h.content, h.channels["text"].via_context)
                 for h in hits
             )
         )
