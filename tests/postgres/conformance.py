@@ -5,14 +5,20 @@ Each ``test_conformance_*.py`` module imports one engine test module unchanged
 written, once with every ``Store.open(":memory:", ...)`` they make opened on a
 fresh PostgreSQL schema instead (``postgresql://...?schema=...``), reached
 through the ``register_backends`` hook — the plugin module is registered here,
-as the entry point is not in pyproject yet. Tests that need a file (paths,
-copies, cache files) or a SQLite internal are left out by name.
+as the entry point is not in pyproject yet. A store a test opens at a
+``.mind`` path opens on a schema named after that path, so reopening the path
+reopens the same store. Tests that need the file itself (its bytes, size,
+copies, cache files, another process) or a SQLite internal are left out by
+name, each with its reason beside it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import importlib.util
 import itertools
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,10 +28,10 @@ import psycopg
 import pytest
 from hypothesis import settings
 
-import embedmind
 from embedmind import plugins
 from embedmind.backend.postgres import plugin
 from embedmind.backend.postgres.testing import ThrowawayServer
+from embedmind.backend.values import OpenOptions
 
 TESTS = Path(__file__).resolve().parents[1]
 _schemas = itertools.count()
@@ -65,21 +71,44 @@ def _plugin() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True, params=["sqlite", "postgresql"])
-def backend_kind(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, _pg_url: str
-) -> str:
-    """Each test twice: as written, and with ``:memory:`` stores on a fresh PostgreSQL schema."""
-    if request.param == "postgresql":
-        _fewer_examples(request, monkeypatch)
-        opened = embedmind.Store.open.__func__  # type: ignore[attr-defined]
+def backend_kind(request: pytest.FixtureRequest, _pg_url: str) -> Iterator[str]:
+    """Each test twice: as written, and with its stores opened on PostgreSQL schemas."""
+    # Its own patcher: a test's monkeypatch.undo() must not undo the redirection.
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        if request.param == "postgresql":
+            _fewer_examples(request, monkeypatch)
+            redirected = _Redirected(_pg_url, plugins.backend_for)
+            # Where the engine picks a backend for a location: Store.open and reembed.
+            for module in ("embedmind.store", "embedmind.reembed"):
+                monkeypatch.setattr(
+                    importlib.import_module(module), "backend_for", lambda location: redirected
+                )
+        yield str(request.param)
 
-        def open_on_postgres(cls: type, path: Any, *args: Any, **kwargs: Any) -> Any:
-            if path == ":memory:":
-                path = f"{_pg_url}?schema=c{next(_schemas)}"
-            return opened(cls, path, *args, **kwargs)
 
-        monkeypatch.setattr(embedmind.Store, "open", classmethod(open_on_postgres))
-    return str(request.param)
+class _Redirected:
+    """A factory opening ``:memory:`` and ``*.mind`` locations on PostgreSQL schemas.
+
+    ``:memory:`` gets a fresh schema each time; a ``.mind`` path the schema
+    named after its absolute path, so reopening the path reopens the store.
+    Any other location goes to the backend it names.
+    """
+
+    def __init__(self, url: str, real: Any) -> None:
+        self.url = url
+        self.real = real
+
+    def location(self, location: str) -> str:
+        if location == ":memory:":
+            return f"{self.url}?schema=c{next(_schemas)}"
+        if location.endswith(".mind"):
+            named = hashlib.sha256(os.path.abspath(location).encode()).hexdigest()[:24]
+            return f"{self.url}?schema=f{named}"
+        return location
+
+    def open(self, options: OpenOptions) -> Any:
+        location = self.location(options.location)
+        return self.real(location).open(dataclasses.replace(options, location=location))
 
 
 PG_SHARE = 4

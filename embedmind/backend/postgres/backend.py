@@ -23,6 +23,7 @@ from embedmind.backend.postgres.connection import Database, translating
 from embedmind.backend.postgres.schema import DEFAULT_SCHEMA
 from embedmind.backend.postgres.session import PgRead, PgWrite
 from embedmind.backend.values import Capabilities, OpenOptions
+from embedmind.checks import finite_number
 
 CAPABILITIES = Capabilities(
     name="postgresql",
@@ -137,6 +138,11 @@ class PostgresBackend:
 
 def open_backend(options: OpenOptions) -> PostgresBackend:
     """Connect, migrate the schema (under the advisory lock) and open the pool."""
+    # The SQLite backend's check, before any connection (its message, word for word).
+    finite_number(
+        options.busy_timeout, "busy_timeout", positive=True,
+        message="must be a positive number of seconds",
+    )  # fmt: skip
     url, store_schema = split_location(options.location)
     database = Database(url, store_schema, busy_timeout=options.busy_timeout)
     # The vector dimension is fixed (and the HNSW indexes built) when the

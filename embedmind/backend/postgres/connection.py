@@ -26,7 +26,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from embedmind.backend.postgres import schema
 from embedmind.backend.postgres.where_sql import as_type_error
-from embedmind.errors import StorageError, StoreBusyError
+from embedmind.errors import StorageError, StoreBusyError, StoreClosedError
 
 Conn = psycopg.Connection[TupleRow]
 
@@ -69,6 +69,7 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Conn]:
         """A read-only snapshot transaction."""
+        self._check_open()
         with (
             translating(self.location, self.busy_timeout, self.pool),
             self.pool.connection() as conn,
@@ -81,6 +82,7 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Conn]:
         """One write transaction; committed when the block ends without an error."""
+        self._check_open()
         with (
             translating(self.location, self.busy_timeout, self.pool),
             self.pool.connection() as conn,
@@ -89,6 +91,11 @@ class Database:
             conn.read_only = False
             with conn.transaction():
                 yield self._translated(conn)
+
+    def _check_open(self) -> None:
+        # The SQLite backend's error, not the pool's PoolClosed as a StorageError.
+        if self.closed:
+            raise StoreClosedError("the store is closed")
 
     def _translated(self, conn: Conn) -> Conn:
         return cast(Conn, _Translating(conn, self.location, self.busy_timeout))

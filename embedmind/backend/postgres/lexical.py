@@ -20,10 +20,16 @@ The filter is applied to the scored documents inside the same query, and every
 posting of the query terms is scored, so a selective filter can never make the
 channel return fewer than ``k`` hits while ``k`` matching memories exist.
 
+**Aliases** (:mod:`embedmind.lexical.aliases`, the table in :mod:`.aliases`):
+a memory's postings carry the alias field (the targets of the keys its text
+holds) and a query's terms gain the targets of the keys it holds, at the
+SQLite backend's weights — the same functions compute both.
+
 **Session context** (as :mod:`embedmind.backend.sqlite.lexical.context`): a memory with a
-``session_id`` is indexed as ``WEIGHT_OWN ×`` its terms ``+ WEIGHT_NEIGHBOUR ×``
-its previous and next turn's (by ``created_at`` then key within its namespace
-and session); a memory alone in its session counts its own terms once. After
+``session_id`` is indexed as ``WEIGHT_OWN ×`` its terms ``+`` its alias field
+``+ WEIGHT_NEIGHBOUR ×`` its previous and next turn's own terms (by
+``created_at`` then key within its namespace and session); a memory alone in
+its session is indexed as without a session. After
 any change to a dialog, :func:`sync_dialogs` recomputes the dialog's links
 with a window query and re-indexes exactly the memories whose links (or whose
 neighbours' text) changed, so the postings always equal a rebuild. Writers of
@@ -43,11 +49,13 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import TupleRow
 
+from embedmind.backend.postgres import alias_rows
 from embedmind.backend.postgres.schema import LEX_SHARDS
 
-# One copy of the weights: the SQLite backend's (they belong in embedmind.lexical;
+# One copy of the weighting: the SQLite backend's (it belongs in embedmind.lexical;
 # asked for in the report of the PostgreSQL groundwork).
-from embedmind.backend.sqlite.lexical.context import WEIGHT_NEIGHBOUR, WEIGHT_OWN
+from embedmind.backend.sqlite.lexical.context import combined
+from embedmind.lexical.aliases import Fields, Table, fields, query_weights
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.bm25 import K1, B
 
@@ -75,19 +83,29 @@ def query_terms(text: str) -> list[str]:
 # -- writes --------------------------------------------------------------------
 
 
-def index(conn: Conn, keys: Sequence[int], *, session_context: bool) -> None:
-    """Index memories that are not indexed yet (and re-index their dialog neighbours)."""
+def index(
+    conn: Conn, keys: Sequence[int], *, session_context: bool, table: Table | None = None
+) -> None:
+    """Index memories that are not indexed yet (and re-index their dialog neighbours).
+
+    ``table`` is the store's alias table (read from ``conn`` when not given),
+    as for every function here that analyses a memory.
+    """
+    table = alias_rows.table(conn) if table is None else table
     rows = _rows(conn, keys)
     if not session_context:
-        _put(conn, [(row.key, Counter(analyze(row.content)), None) for row in rows])
+        _put(conn, [(row.key, fields(row.content, table).alone(), None) for row in rows])
         return
     alone = [row for row in rows if row.dialog is None]
-    _put(conn, [(row.key, Counter(analyze(row.content)), None) for row in alone])
+    _put(conn, [(row.key, fields(row.content, table).alone(), None) for row in alone])
     dialogs = {row.dialog for row in rows if row.dialog is not None}
-    sync_dialogs(conn, dialogs, new={row.key for row in rows if row.dialog is not None})
+    new = {row.key for row in rows if row.dialog is not None}
+    sync_dialogs(conn, dialogs, table=table, new=new)
 
 
-def unindex(conn: Conn, keys: Sequence[int], *, session_context: bool) -> None:
+def unindex(
+    conn: Conn, keys: Sequence[int], *, session_context: bool, table: Table | None = None
+) -> None:
     """Drop memories from the index; with session context, re-index their old neighbours."""
     if not keys:
         return
@@ -96,17 +114,56 @@ def unindex(conn: Conn, keys: Sequence[int], *, session_context: bool) -> None:
         _lock_dialogs(conn, dialogs)
     _drop(conn, keys)
     if session_context and dialogs:
-        sync_dialogs(conn, dialogs)
+        sync_dialogs(conn, dialogs, table=table)
+
+
+def reindex(
+    conn: Conn, keys: Sequence[int], *, session_context: bool, table: Table | None = None
+) -> int:
+    """Re-derive the postings of the indexed ``keys`` under ``table``; return how many.
+
+    Their dialog links stay as they are (an alias change moves no memory); a
+    forgotten or deleted memory has no postings to redo.
+    """
+    indexed: dict[int, tuple[int | None, int | None] | None] = {
+        int(key): (prev, nxt) if has_links else None
+        for key, has_links, prev, nxt in conn.execute(
+            "SELECT key, has_links, prev_key, next_key FROM lex_docs WHERE key = ANY(%s) "
+            "ORDER BY key",
+            (sorted(set(keys)),),
+        )
+    }
+    if not indexed:
+        return 0
+    table = alias_rows.table(conn) if table is None else table
+    needed = set(indexed)
+    if session_context:
+        needed |= {o for pair in indexed.values() if pair for o in pair if o is not None}
+    own = {row.key: fields(row.content, table) for row in _rows(conn, sorted(needed))}
+    entries = [
+        (key, combined(own, key, links) if session_context and links else own[key].alone(),
+         links if session_context else None)
+        for key, links in indexed.items()
+    ]  # fmt: skip
+    _drop(conn, list(indexed))
+    _put(conn, entries)
+    return len(indexed)
 
 
 def sync_dialogs(
-    conn: Conn, dialogs: Iterable[Dialog], *, new: Iterable[int] = (), changed: Iterable[int] = ()
+    conn: Conn,
+    dialogs: Iterable[Dialog],
+    *,
+    table: Table | None = None,
+    new: Iterable[int] = (),
+    changed: Iterable[int] = (),
 ) -> None:
     """Bring the postings of ``dialogs`` to what a rebuild would write.
 
     Args:
         conn: A connection inside the write transaction.
         dialogs: The dialogs whose membership or text changed.
+        table: The store's alias table (read from ``conn`` when not given).
         new: Keys of the dialogs' memories that are not indexed yet.
         changed: Keys whose content changed (their neighbours re-index too).
     """
@@ -143,32 +200,21 @@ def sync_dialogs(
     if not redo:
         return
     needed = set(redo) | {o for pair in redo.values() for o in pair if o is not None}
-    own = {row.key: Counter(analyze(row.content)) for row in _rows(conn, sorted(needed))}
+    table = alias_rows.table(conn) if table is None else table
+    own: dict[int, Fields] = {
+        row.key: fields(row.content, table) for row in _rows(conn, sorted(needed))
+    }
     _drop(conn, [key for key in redo if key not in new_keys])
     _put(conn, [(key, combined(own, key, links), links) for key, links in redo.items()])
 
 
-def combined(
-    own: dict[int, Counter[str]], key: int, links: tuple[int | None, int | None]
-) -> Counter[str]:
-    """``WEIGHT_OWN × own(key) + WEIGHT_NEIGHBOUR × own(each neighbour)``; alone: own once."""
-    weight = WEIGHT_OWN if any(o is not None for o in links) else 1
-    counts: Counter[str] = Counter()
-    for term, tf in own[key].items():
-        counts[term] += weight * tf
-    for other in links:
-        if other is not None:
-            for term, tf in own[other].items():
-                counts[term] += WEIGHT_NEIGHBOUR * tf
-    return counts
-
-
-def rebuild(conn: Conn, *, session_context: bool) -> None:
+def rebuild(conn: Conn, *, session_context: bool, table: Table | None = None) -> None:
     """Re-derive every posting from the live memories (the definition the increments match)."""
     conn.execute("DELETE FROM lex_docs")  # cascades to the postings
     conn.execute("UPDATE lex_stats SET doc_count = 0, total_length = 0")
+    conn.execute("DELETE FROM alias_pending")  # every posting follows the current table again
     keys = [int(r[0]) for r in conn.execute("SELECT key FROM memories WHERE forgotten_at IS NULL")]
-    index(conn, keys, session_context=session_context)
+    index(conn, keys, session_context=session_context, table=table)
 
 
 def _lock_dialogs(conn: Conn, dialogs: Iterable[Dialog]) -> None:
@@ -254,20 +300,20 @@ def _add_stats(conn: Conn, docs: int, length: int) -> None:
 
 # -- reads ---------------------------------------------------------------------
 
-_TOP = sql.SQL(
-    """
+_SCORE = """
     WITH stats AS (
         SELECT sum(doc_count)::float8 AS n,
                sum(total_length)::float8 / greatest(sum(doc_count), 1) AS avgdl
         FROM lex_stats
     ),
+    wanted AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS w(term, weight)),
     postings AS MATERIALIZED (
         SELECT p.term, p.key, p.tf::float8 AS tf, p.length::float8 AS length
-        FROM lex_postings p WHERE p.term = ANY(%s)
+        FROM lex_postings p WHERE p.term = ANY(%s){only}
     ),
     idf AS (
-        SELECT p.term, ln(1 + (s.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-        FROM postings p CROSS JOIN stats s GROUP BY p.term, s.n
+        SELECT d.term, w.weight * ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+        FROM ({df}) d JOIN wanted w ON w.term = d.term CROSS JOIN stats s
     ),
     scored AS (
         SELECT p.key, sum(
@@ -276,15 +322,44 @@ _TOP = sql.SQL(
         FROM postings p JOIN idf i ON i.term = p.term CROSS JOIN stats s
         GROUP BY p.key
     )
+"""
+_TOP = sql.SQL(
+    _SCORE.format(
+        only="", df="SELECT term, count(*)::float8 AS df FROM postings GROUP BY term",
+        k1_plus_1="{k1_plus_1}", k1="{k1}", b="{b}",
+    )
+    + """
     SELECT s.key, s.score FROM scored s JOIN memories m ON m.key = s.key
     WHERE {condition}
     ORDER BY s.score DESC, s.key LIMIT %s
     """
-)
+)  # fmt: skip
+"""The top ``k`` admitted: every posting of the query terms scored, then the filter."""
+_OF_KEYS = sql.SQL(
+    _SCORE.format(
+        only=" AND p.key = ANY(%s)",
+        df="SELECT term, count(*)::float8 AS df FROM lex_postings "
+        "WHERE term = ANY(%s) GROUP BY term",
+        k1_plus_1="{k1_plus_1}", k1="{k1}", b="{b}",
+    )
+    + "SELECT key, score FROM scored"
+)  # fmt: skip
+"""The scores of given keys (document frequencies over every posting)."""
+
+
+def weighted_terms(text: str, table: Table) -> dict[str, float]:
+    """The query's scoring terms: its own at 1, its alias expansions at the reduced weight."""
+    return query_weights(query_terms(text), table)
 
 
 def text_top(
-    conn: Conn, text: str, condition: sql.Composable, params: Sequence[Any], k: int
+    conn: Conn,
+    text: str,
+    condition: sql.Composable,
+    params: Sequence[Any],
+    k: int,
+    *,
+    table: Table | None = None,
 ) -> list[tuple[int, float]]:
     """The top ``k`` admitted memories by BM25: ``(key, score)`` best first, ties by key.
 
@@ -294,13 +369,59 @@ def text_top(
         condition: SQL over the memory alias ``m`` admitting rows (``%s`` placeholders).
         params: The condition's parameters.
         k: Hits wanted.
+        table: The store's alias table (the query gains its keys' targets; read
+            from ``conn`` when not given).
     """
-    terms = query_terms(text)
-    if not terms or k <= 0:
+    table = alias_rows.table(conn) if table is None else table
+    return top(conn, weighted_terms(text, table), condition, params, k)
+
+
+def top(
+    conn: Conn, weights: dict[str, float], condition: sql.Composable, params: Sequence[Any], k: int
+) -> list[tuple[int, float]]:
+    """:func:`text_top` of already weighted query terms."""
+    if not weights or k <= 0:
         return []
-    query = _TOP.format(k1=_float(K1), k1_plus_1=_float(K1 + 1.0), b=_float(B), condition=condition)
-    rows = conn.execute(query, [terms, *params, k])
+    terms = list(weights)
+    query = _compose(_TOP, condition=condition)
+    rows = conn.execute(query, [terms, list(weights.values()), terms, *params, k])
     return [(int(key), float(score)) for key, score in rows]
+
+
+def scores_of(conn: Conn, weights: dict[str, float], keys: Sequence[int]) -> dict[int, float]:
+    """The BM25 score of each of ``keys`` under the weighted query (absent: no term matches)."""
+    if not weights or not keys:
+        return {}
+    terms = list(weights)
+    rows = conn.execute(
+        _compose(_OF_KEYS), [terms, list(weights.values()), terms, list(keys), terms]
+    )
+    return {int(key): float(score) for key, score in rows}
+
+
+def _compose(query: sql.SQL, **parts: sql.Composable) -> sql.Composed:
+    return query.format(k1=_float(K1), k1_plus_1=_float(K1 + 1.0), b=_float(B), **parts)
+
+
+def context_terms(conn: Conn, key: int, content: str, query: str) -> tuple[str, ...]:
+    """The query terms a memory matches only through its neighbours' text (for explain).
+
+    As the SQLite backend's: empty when its own words and its alias field hold
+    every query term it matches, or when its postings carry no context.
+    """
+    mine = fields(content, alias_rows.table(conn))
+    own = {*mine.own, *mine.alias}
+    wanted = [t for t in query_terms(query) if t not in own]
+    if not wanted:
+        return ()
+    rows = conn.execute(
+        "SELECT p.term FROM lex_postings p JOIN lex_docs d ON d.key = p.key "
+        "WHERE p.key = %s AND p.term = ANY(%s) AND d.has_links "
+        "AND (d.prev_key IS NOT NULL OR d.next_key IS NOT NULL)",
+        (key, wanted),
+    )
+    held = {r[0] for r in rows}
+    return tuple(t for t in wanted if t in held)
 
 
 def _float(value: float) -> sql.Composable:

@@ -192,7 +192,25 @@ def m0003_metadata_text(conn: Conn) -> None:
     conn.execute("ALTER TABLE memories ADD COLUMN metadata_text text")
 
 
-MIGRATIONS: tuple[Migration, ...] = (m0001_initial, m0002_filter_functions, m0003_metadata_text)
+def m0004_aliases(conn: Conn) -> None:
+    """The alias table and the memories waiting to be re-indexed after it changed.
+
+    As SQLite's migration 6: keys and targets kept as given (the analysed form
+    follows the running analyser), ``alias_pending`` the memories whose
+    postings still follow an earlier table (:mod:`.aliases`). An older store
+    gains an empty table, so its postings are unchanged.
+    """
+    conn.execute(
+        """
+        CREATE TABLE aliases (key text COLLATE "C" PRIMARY KEY, target text NOT NULL);
+        CREATE TABLE alias_pending (key bigint PRIMARY KEY REFERENCES memories ON DELETE CASCADE);
+        """
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    m0001_initial, m0002_filter_functions, m0003_metadata_text, m0004_aliases,
+)  # fmt: skip
 LATEST = len(MIGRATIONS)
 
 

@@ -24,13 +24,20 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import TupleRow
 
-from embedmind.backend.postgres import lexical, records, schema, vector_channel
+from embedmind.backend.postgres import (
+    alias_rows,
+    lexical,
+    records,
+    schema,
+    vector_channel,
+    widening,
+)
+from embedmind.backend.postgres.aliases import PgAliases
 from embedmind.backend.postgres.facet import CONTEXT_KEY, TABLES, Facet
 from embedmind.backend.postgres.selection_sql import Condition
-from embedmind.backend.postgres.session_graph import PgAliases, PgFragments, PgGraph, PgLifecycle
+from embedmind.backend.postgres.session_graph import PgFragments, PgGraph, PgLifecycle
 from embedmind.backend.values import Identity, RowRef, Space, VectorHit
 from embedmind.drafts import Prepared
-from embedmind.lexical.analyzer import analyze
 from embedmind.model import Memory
 from embedmind.query.selection import Selection
 
@@ -187,8 +194,13 @@ class PgRecordWrites(PgRecords):
             sql.SQL("{} = %s").format(sql.Identifier(c)) for c in columns
         )
         params = [v for c, v in zip(records.COLUMNS, values, strict=True) if c != "created_at"]
+        # As SQLite's: a forgotten row comes back to life, reinforcement restarts.
         self.conn.execute(
-            sql.SQL("UPDATE memories SET {} WHERE key = %s").format(assignments), [*params, key]
+            sql.SQL(
+                "UPDATE memories SET {}, superseded_by = NULL, access_count = 0, "
+                "last_accessed_at = NULL, forgotten_at = NULL WHERE key = %s"
+            ).format(assignments),
+            [*params, key],
         )
 
     def index_text(self, docs: Sequence[tuple[int, str]]) -> None:
@@ -282,21 +294,14 @@ class PgChannels(Facet):
         return [(int(s), int(e), np.asarray(v, dtype="<f4").tobytes()) for s, e, v in rows]
 
     def lexical_terms(self, key: int, content: str, query: str) -> tuple[str, ...]:
-        own = set(analyze(content))
-        wanted = [t for t in lexical.query_terms(query) if t not in own]
-        if not wanted:
-            return ()
-        rows = self.conn.execute(
-            "SELECT term FROM lex_postings WHERE key = %s AND term = ANY(%s)", (key, wanted)
-        )
-        held = {r[0] for r in rows}
-        return tuple(t for t in wanted if t in held)
+        return lexical.context_terms(self.conn, key, content, query)
 
     def text_widened(
         self, text: str, selection: Selection, k: int, base: int
     ) -> tuple[list[tuple[int, float]], list[tuple[int, float]], dict[int, str]]:
-        # No key-term sub-queries here yet: the protocol's answer for a backend without them.
-        return self.text_top(text, selection, k), [], {}
+        condition, params = self.condition(selection)
+        table = alias_rows.table(self.conn)
+        return widening.text_widened(self.conn, text, table, condition, params, k, base)
 
     def text_statistics(self) -> tuple[int, int]:
         docs, _ = lexical.statistics(self.conn)

@@ -1,7 +1,7 @@
 # The facets implement the documented methods of embedmind/backend/protocol.py (as the
 # SQLite ones, which pyproject exempts the same way).
 # ruff: noqa: D102
-"""The PostgreSQL backend's graph, fragment and lifecycle facets.
+"""The PostgreSQL backend's graph, fragment and lifecycle facets (aliases: :mod:`.aliases`).
 
 The SQL mirrors the SQLite backend's row modules statement for statement
 (``INSERT OR IGNORE`` is ``ON CONFLICT DO NOTHING``, ``INSERT OR REPLACE`` is
@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from embedmind.backend.postgres import lexical, records
+from embedmind.backend.postgres import alias_rows, lexical, records
 from embedmind.backend.postgres.facet import TABLES, Facet
 from embedmind.backend.values import Edge, Link, Space
-from embedmind.errors import StorageError
 
 
 class PgGraph(Facet):
@@ -285,12 +284,13 @@ class PgLifecycle(Facet):
                 "SELECT key FROM lex_docs WHERE key = ANY(%s)", (list(keys),)
             )
         ]
-        lexical.unindex(self.conn, indexed, session_context=context)
+        table = alias_rows.table(self.conn)
+        lexical.unindex(self.conn, indexed, session_context=context, table=table)
         moved = self.conn.execute(
             "UPDATE memories SET namespace = %s, updated_at = %s WHERE key = ANY(%s)",
             (namespace, now, list(keys)),
         ).rowcount
-        lexical.index(self.conn, indexed, session_context=context)
+        lexical.index(self.conn, indexed, session_context=context, table=table)
         return moved
 
     def put_link(
@@ -324,39 +324,3 @@ class PgLifecycle(Facet):
                 (new, old, new),
             )
             self.conn.execute(f"DELETE FROM namespace_links WHERE {column} = %s", (old,))
-
-
-_NO_ALIASES = (
-    "the PostgreSQL backend has no alias table yet: define the aliases on a SQLite store, "
-    "or leave them out"
-)
-
-
-class PgAliases(Facet):
-    """:class:`~embedmind.backend.protocol.AliasWrites`: an empty table, and writes refused.
-
-    The alias table changes how the text index analyses every memory; it is not
-    ported yet, so reading finds none and a write raises rather than storing
-    aliases recall would ignore.
-    """
-
-    def rows(self) -> list[tuple[str, str]]:
-        return []
-
-    def pending_count(self) -> int:
-        return 0
-
-    def put(self, entries: Sequence[tuple[str, str]]) -> None:
-        raise StorageError(_NO_ALIASES)
-
-    def delete(self, keys: Sequence[str]) -> None:
-        raise StorageError(_NO_ALIASES)
-
-    def mark_holding(self, key_terms: Sequence[str]) -> None:
-        raise StorageError(_NO_ALIASES)
-
-    def pending(self, limit: int) -> list[int]:
-        return []
-
-    def reindex(self, keys: Sequence[int]) -> int:
-        return 0
