@@ -1,9 +1,11 @@
 """Running the engine's own behaviour tests on the SQLite backend and on PostgreSQL.
 
 Each ``test_conformance_*.py`` module imports one engine test module unchanged
-(:func:`load_tests`) and these fixtures, so its tests run twice: once as
-written, once with every ``Store.open(":memory:", ...)`` they make opened on a
-fresh PostgreSQL schema instead (``postgresql://...?schema=...``), reached
+(:func:`load_tests`) and these fixtures, so its tests run on both backends:
+on SQLite where the engine's suite runs that module as written (in ``tests/``;
+running it again here would only double the time), and here with every
+``Store.open(":memory:", ...)`` they make opened on a fresh PostgreSQL schema
+instead (``postgresql://...?schema=...``), reached
 through the ``register_backends`` hook — the plugin module is registered here,
 as the entry point is not in pyproject yet. A store a test opens at a
 ``.mind`` path opens on a schema named after that path, so reopening the path
@@ -70,9 +72,9 @@ def _plugin() -> Iterator[None]:
     plugins.unregister(plugin)
 
 
-@pytest.fixture(autouse=True, params=["sqlite", "postgresql"])
+@pytest.fixture(autouse=True, params=["postgresql"])
 def backend_kind(request: pytest.FixtureRequest, _pg_url: str) -> Iterator[str]:
-    """Each test twice: as written, and with its stores opened on PostgreSQL schemas."""
+    """Each test with its stores opened on PostgreSQL schemas (SQLite: the module as written)."""
     # Its own patcher: a test's monkeypatch.undo() must not undo the redirection.
     with pytest.MonkeyPatch.context() as monkeypatch:
         if request.param == "postgresql":
