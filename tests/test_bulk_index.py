@@ -142,6 +142,9 @@ def test_a_bulk_load_extends_the_index_before_each_commit(
         # From the third batch on the index is in memory (the first catch-up loaded it).
         assert sum(early) >= 500, "batches were not added ahead of COMMIT"
         assert store._vectors is not None and len(store._vectors) == 700
+        # The catch-up after each COMMIT teaches the owner map the vectors added early
+        # too: else every search after a bulk load looks their owners up in SQLite.
+        assert len(store._vectors.owners) == 700
         _finds_itself(store, drafts, stored)
 
 

@@ -241,7 +241,12 @@ class VectorIndex:
         removed = [k for k, added in final.items() if not added and k in self._index]
         for key in removed:
             self._index.remove(key)
-        wanted = [k for k, added in final.items() if added and k not in self._index]
+        wanted, early = [], []
+        for k, added in final.items():
+            if added:
+                (early if k in self._index else wanted).append(k)
+        if early:  # a bulk load put them in before COMMIT (add_uncommitted): learn their owners
+            self.owners.owners(conn, np.asarray(early, np.int64), self.space)
         if wanted:
             vec_keys, keys, vectors = vector_rows.load(conn, wanted, self.dims, self.space)
             if len(vec_keys):
