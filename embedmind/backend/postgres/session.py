@@ -219,7 +219,20 @@ class PgRecordWrites(PgRecords):
         # Postings, vectors, fragments, entities and edges go with the row (ON
         # DELETE CASCADE); the lexical statistics and the neighbours' context first.
         lexical.unindex(self.conn, keys, session_context=self.context_on())
+        named = [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT DISTINCT entity_id FROM memory_entities WHERE key = ANY(%s)", (list(keys),)
+            )
+        ]
         self.conn.execute("DELETE FROM memories WHERE key = ANY(%s)", (list(keys),))
+        # As SQLite's: a name no memory carries any more goes too (only the
+        # deleted memories' names are checked, not every entity of the store).
+        self.conn.execute(
+            "DELETE FROM entities e WHERE e.entity_id = ANY(%s) AND NOT EXISTS "
+            "(SELECT 1 FROM memory_entities me WHERE me.entity_id = e.entity_id)",
+            (named,),
+        )
 
     def set_content(self, key: int, content: str, fingerprint: str, now: int) -> None:
         self.conn.execute(
