@@ -9,12 +9,13 @@ metadata and ``text[]`` tags; memory and fragment vectors as pgvector
 lexical postings with sharded statistics.
 
 Migrations are numbered like the SQLite ones and recorded in
-``schema_migrations``. Each runs in its own transaction that first takes a
+``schema_migrations``. The pending ones run in one transaction that first takes a
 transaction-scoped advisory lock, one key per database for every embedmind
 schema (``CREATE EXTENSION`` is database-wide), and re-reads the version, so
 two servers opening a new database at once apply each migration exactly once:
-the second waits, then finds it done. A schema newer than this build is
-refused with :class:`~embedmind.errors.SchemaVersionError`.
+the second waits, then finds it done (a failed migration leaves the schema as
+it was). A schema newer than this build is refused with
+:class:`~embedmind.errors.SchemaVersionError`.
 
 The vector column has no fixed dimension in the table: the store's model is
 recorded later (:func:`record_dimensions`), which adds a ``CHECK`` on the
@@ -255,11 +256,11 @@ def schema_version(conn: Conn, schema: str) -> int:
 
 
 def migrate(conn: Conn, schema: str = DEFAULT_SCHEMA) -> int:
-    """Apply every pending migration of ``schema``, each in a transaction under the lock.
+    """Apply every pending migration of ``schema`` in one transaction under the lock.
 
     Args:
-        conn: A connection in autocommit mode (each migration opens its own
-            transaction); its search path is left pointing at ``schema``.
+        conn: A connection in autocommit mode (the migrations open their
+            own transaction); its search path is left pointing at ``schema``.
         schema: The store's PostgreSQL schema.
 
     Returns:
@@ -273,33 +274,45 @@ def migrate(conn: Conn, schema: str = DEFAULT_SCHEMA) -> int:
     version = schema_version(conn, schema)
     if version > LATEST:
         raise SchemaVersionError(where, version, LATEST)
-    for number in range(version + 1, LATEST + 1):
+    if version < LATEST:
+        # Every pending migration in one transaction: one lock, one commit, and
+        # a schema either fully migrated or untouched (a fresh one is opened by
+        # every test, so the round trips count).
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
-            # The lock holder before us may have applied it: read again under the lock.
+            # The lock holder before us may have applied them: read again under the lock.
             current = schema_version(conn, schema)
             if current > LATEST:
                 raise SchemaVersionError(where, current, LATEST)
-            if current >= number:
-                continue
-            # In the database's default creation schema (public), not the
-            # store's: every store of the database shares the one extension.
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
-            use_schema(conn, schema)
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                "version integer PRIMARY KEY, name text NOT NULL, "
-                "applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            migration = MIGRATIONS[number - 1]
-            migration(conn)
-            conn.execute(
-                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                (number, migration.__name__),
-            )
+            if current < LATEST:
+                _prepare(conn, schema, fresh=current == 0)
+            for number in range(current + 1, LATEST + 1):
+                migration = MIGRATIONS[number - 1]
+                migration(conn)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                    (number, migration.__name__),
+                )
     use_schema(conn, schema)
     return max(version, LATEST)
+
+
+def _prepare(conn: Conn, schema: str, *, fresh: bool) -> None:
+    """The extension, the schema and its ``schema_migrations`` table, each only when missing."""
+    row = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+    if row is None:
+        # In the database's default creation schema (public), not the
+        # store's: every store of the database shares the one extension.
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    if fresh:
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+    use_schema(conn, schema)
+    if fresh:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "version integer PRIMARY KEY, name text NOT NULL, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
 
 
 def record_dimensions(conn: Conn, dimensions: int) -> None:
