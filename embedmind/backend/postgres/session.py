@@ -249,6 +249,11 @@ class PgRecordWrites(PgRecords):
     ) -> list[int]:  # fmt: skip
         return records.insert_vectors(self.conn, TABLES[space], key, spans, blobs)
 
+    def put_vectors_many(
+        self, items: Sequence[tuple[int, Sequence[tuple[int, int]], Sequence[bytes]]]
+    ) -> list[int]:
+        return records.insert_vectors_many(self.conn, TABLES[Space.MEMORY], items)
+
     def remove_vectors(self, key: int, space: Space = Space.MEMORY) -> int:
         query = sql.SQL("DELETE FROM {} WHERE key = %s").format(sql.Identifier(TABLES[space]))
         return self.conn.execute(query, (key,)).rowcount
