@@ -347,10 +347,10 @@ class PgChannels(Facet):
         return [(int(k), str(c)) for k, c in rows]
 
 
-_MISSING = (
-    "m.forgotten_at IS NULL AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.key = m.key)"
-)
-"""Live memories without a vector (written with no embedder)."""
+_MISSING = "m.key = ANY(ARRAY(SELECT key FROM vectorless)) AND m.forgotten_at IS NULL"
+"""Live memories without a vector (written with no embedder): the ``vectorless``
+table's keys (schema migration 5) read once, then looked up by key, so a store
+whose memories all have vectors answers without a scan."""
 
 
 class PgMeta(Facet):
