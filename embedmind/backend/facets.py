@@ -331,6 +331,16 @@ class RecordWrites(Records, Protocol):
         """Store a memory's vectors (one per span); their vec_keys."""
         ...
 
+    def put_vectors_many(
+        self, items: Sequence[tuple[int, Sequence[Span], Sequence[bytes]]]
+    ) -> list[int]:
+        """Store the memory vectors of several memories (``(key, spans, blobs)`` each) at once.
+
+        Returns:
+            Their vec_keys, in the order of ``items`` and of each one's spans.
+        """
+        ...
+
     def remove_vectors(self, key: int, space: Space = Space.MEMORY) -> int:
         """Drop a memory's vectors in ``space``; how many there were."""
         ...

@@ -63,12 +63,10 @@ def apply_batch(
         keys = rows.insert_many(batch)
         # Vectors before postings: the index can be extended with them while
         # the postings, the larger part of the work, are written.
-        vec_keys: list[int] = []
-        matrices = []
-        for key, vectors in zip(keys, embedded, strict=True):
-            if vectors is not None:
-                vec_keys += rows.put_vectors(key, vectors.spans, vectors.blobs())
-                matrices.append(vectors.vectors)
+        with_vectors = [(k, v) for k, v in zip(keys, embedded, strict=True) if v is not None]
+        # One call for the batch: a server backend writes it in one round trip.
+        vec_keys = rows.put_vectors_many([(k, v.spans, v.blobs()) for k, v in with_vectors])
+        matrices = [v.vectors for _, v in with_vectors]
         if vectors_written is not None and vec_keys:
             vectors_written(np.asarray(vec_keys, dtype=np.int64), np.concatenate(matrices))
         rows.index_text([(key, p.content) for key, p in zip(keys, batch, strict=True)])

@@ -110,6 +110,16 @@ def unindex(
     if not keys:
         return
     dialogs = {row.dialog for row in _rows(conn, keys) if row.dialog is not None}
+    if session_context:
+        # An upsert may have moved a memory to another session before it is
+        # unindexed: its row names the new dialog, so the old one is found
+        # through the neighbours its postings were linked to.
+        linked = conn.execute(
+            "SELECT prev_key, next_key FROM lex_docs WHERE key = ANY(%s) AND has_links",
+            (list(keys),),
+        ).fetchall()
+        neighbours = sorted({int(k) for pair in linked for k in pair if k is not None})
+        dialogs |= {row.dialog for row in _rows(conn, neighbours) if row.dialog is not None}
     if session_context and dialogs:
         _lock_dialogs(conn, dialogs)
     _drop(conn, keys)

@@ -205,6 +205,33 @@ def insert_vectors(
     return sorted(int(r[0]) for r in conn.execute(query, params))
 
 
+def insert_vectors_many(
+    conn: Conn, table: str, items: Sequence[tuple[int, Sequence[tuple[int, int]], Sequence[bytes]]]
+) -> list[int]:
+    """Store the vectors of several memories (``(key, spans, blobs)`` each) in one statement.
+
+    One round trip for a whole ``remember_many`` batch instead of one per
+    memory. Returns their vec_keys in the order of ``items`` and of each
+    one's spans, as :func:`insert_vectors` would.
+    """
+    keys = [key for key, spans, _ in items for _ in spans]
+    if not keys:
+        return []
+    query = sql.SQL(
+        'INSERT INTO {t} (key, start, "end", embedding) '
+        "SELECT k, s, e, v::vector FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], "
+        "%s::text[]) WITH ORDINALITY AS u(k, s, e, v, n) ORDER BY n RETURNING vec_key"
+    ).format(t=sql.Identifier(table))
+    params = [
+        keys,
+        [s for _, spans, _ in items for s, _ in spans],
+        [e for _, spans, _ in items for _, e in spans],
+        [_vector_text(np.frombuffer(b, dtype="<f4")) for _, _, blobs in items for b in blobs],
+    ]
+    # Identity values follow the ORDER BY n of the insert: sorted, they are in input order.
+    return sorted(int(r[0]) for r in conn.execute(query, params))
+
+
 def _vector_text(vector: npt.NDArray[np.float32]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 

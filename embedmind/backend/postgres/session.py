@@ -219,7 +219,20 @@ class PgRecordWrites(PgRecords):
         # Postings, vectors, fragments, entities and edges go with the row (ON
         # DELETE CASCADE); the lexical statistics and the neighbours' context first.
         lexical.unindex(self.conn, keys, session_context=self.context_on())
+        named = [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT DISTINCT entity_id FROM memory_entities WHERE key = ANY(%s)", (list(keys),)
+            )
+        ]
         self.conn.execute("DELETE FROM memories WHERE key = ANY(%s)", (list(keys),))
+        # As SQLite's: a name no memory carries any more goes too (only the
+        # deleted memories' names are checked, not every entity of the store).
+        self.conn.execute(
+            "DELETE FROM entities e WHERE e.entity_id = ANY(%s) AND NOT EXISTS "
+            "(SELECT 1 FROM memory_entities me WHERE me.entity_id = e.entity_id)",
+            (named,),
+        )
 
     def set_content(self, key: int, content: str, fingerprint: str, now: int) -> None:
         self.conn.execute(
@@ -235,6 +248,11 @@ class PgRecordWrites(PgRecords):
         space: Space = Space.MEMORY,
     ) -> list[int]:  # fmt: skip
         return records.insert_vectors(self.conn, TABLES[space], key, spans, blobs)
+
+    def put_vectors_many(
+        self, items: Sequence[tuple[int, Sequence[tuple[int, int]], Sequence[bytes]]]
+    ) -> list[int]:
+        return records.insert_vectors_many(self.conn, TABLES[Space.MEMORY], items)
 
     def remove_vectors(self, key: int, space: Space = Space.MEMORY) -> int:
         query = sql.SQL("DELETE FROM {} WHERE key = %s").format(sql.Identifier(TABLES[space]))
@@ -329,10 +347,10 @@ class PgChannels(Facet):
         return [(int(k), str(c)) for k, c in rows]
 
 
-_MISSING = (
-    "m.forgotten_at IS NULL AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.key = m.key)"
-)
-"""Live memories without a vector (written with no embedder)."""
+_MISSING = "m.key = ANY(ARRAY(SELECT key FROM vectorless)) AND m.forgotten_at IS NULL"
+"""Live memories without a vector (written with no embedder): the ``vectorless``
+table's keys (schema migration 5) read once, then looked up by key, so a store
+whose memories all have vectors answers without a scan."""
 
 
 class PgMeta(Facet):

@@ -137,7 +137,7 @@ class ThrowawayServer:
         owned: list[Path] = []
         try:
             bin_dir = _private_binaries(owned) if user else binaries()
-            data_dir = cleanup.owned_tempdir(cleanup.PREFIXES[0])
+            data_dir = cleanup.owned_tempdir(cleanup.PREFIXES[0], cleanup.memory_root())
             owned.append(data_dir)
             if user:
                 entry = pwd.getpwnam(user)

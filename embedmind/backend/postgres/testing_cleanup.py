@@ -38,6 +38,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+MEMORY_ROOT = Path("/dev/shm")  # noqa: S108 - only a parent: mkdtemp makes a private dir
+"""The RAM file system a throwaway server's data directory prefers (:func:`memory_root`)."""
+MEMORY_ROOT_MIN_FREE = 2 * 1024**3
+"""Free bytes :data:`MEMORY_ROOT` needs to be used (a test cluster's WAL grows)."""
 PREFIXES = ("embedmind-pgdata-", "embedmind-pgbin-")
 """Temporary directory prefixes of throwaway servers; the owner's pid follows."""
 _OWNED_NAME = re.compile(r"^embedmind-pg(?:data|bin)-(\d+)-")
@@ -54,9 +58,31 @@ _previous: dict[int, Any] = {}
 _lock = threading.Lock()
 
 
-def owned_tempdir(prefix: str) -> Path:
-    """A fresh temporary directory named ``<prefix><this pid>-...``, so a later run can reap it."""
-    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+def owned_tempdir(prefix: str, root: Path | None = None) -> Path:
+    """A fresh temporary directory named ``<prefix><this pid>-...``, so a later run can reap it.
+
+    Args:
+        prefix: One of :data:`PREFIXES`.
+        root: Where to make it (the system's temporary directory by default).
+    """
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=root))
+
+
+def memory_root() -> Path | None:
+    """:data:`MEMORY_ROOT` when it is writable and has room, else ``None``.
+
+    A throwaway cluster's data directory goes there: creating a table makes
+    several files, and on a disk-backed ``/tmp`` a fresh store's schema took
+    ~140 ms against ~31 ms on tmpfs, while every PostgreSQL test opens fresh
+    schemas. A container's default 64 MB ``/dev/shm`` is too small and skipped.
+    """
+    try:
+        found = os.statvfs(MEMORY_ROOT)
+    except OSError:
+        return None
+    if not os.access(MEMORY_ROOT, os.W_OK | os.X_OK):
+        return None
+    return MEMORY_ROOT if found.f_bavail * found.f_frsize >= MEMORY_ROOT_MIN_FREE else None
 
 
 def alive(pid: int) -> bool:
@@ -110,20 +136,25 @@ def _runs_from(pid: int, data_dir: Path) -> bool:
 def reap_stale(tmp: Path | None = None) -> list[Path]:
     """Stop and delete the servers of earlier runs whose owner process is gone.
 
+    Args:
+        tmp: The directory to look in; by default the system's temporary
+            directory and :data:`MEMORY_ROOT` (where data directories go).
+
     Returns:
         The directories removed.
     """
-    root = Path(tmp or tempfile.gettempdir())
+    roots = [Path(tmp)] if tmp else [Path(tempfile.gettempdir()), MEMORY_ROOT]
     reaped: list[Path] = []
-    with contextlib.suppress(OSError):
-        for path in sorted(root.iterdir()):
-            match = _OWNED_NAME.match(path.name)
-            if match is None or not path.is_dir() or alive(int(match.group(1))):
-                continue
-            if path.name.startswith(PREFIXES[0]):
-                kill_postmaster(path)
-            shutil.rmtree(path, ignore_errors=True)
-            reaped.append(path)
+    for root in roots:
+        with contextlib.suppress(OSError):
+            for path in sorted(root.iterdir()):
+                match = _OWNED_NAME.match(path.name)
+                if match is None or not path.is_dir() or alive(int(match.group(1))):
+                    continue
+                if path.name.startswith(PREFIXES[0]):
+                    kill_postmaster(path)
+                shutil.rmtree(path, ignore_errors=True)
+                reaped.append(path)
     return reaped
 
 
