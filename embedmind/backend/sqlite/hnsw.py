@@ -241,7 +241,8 @@ class VectorIndex:
         removed = [k for k, added in final.items() if not added and k in self._index]
         for key in removed:
             self._index.remove(key)
-        wanted, early = [], []
+        wanted: list[int] = []
+        early: list[int] = []
         for k, added in final.items():
             if added:
                 (early if k in self._index else wanted).append(k)
