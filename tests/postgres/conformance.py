@@ -28,10 +28,10 @@ from typing import Any
 
 import psycopg
 import pytest
-from hypothesis import settings
 
 from embedmind import plugins
 from embedmind.backend.postgres import plugin
+from embedmind.backend.postgres.pytest_plugin import fewer_examples
 from embedmind.backend.postgres.testing import ThrowawayServer
 from embedmind.backend.values import OpenOptions
 
@@ -78,7 +78,7 @@ def backend_kind(request: pytest.FixtureRequest, _pg_url: str) -> Iterator[str]:
     # Its own patcher: a test's monkeypatch.undo() must not undo the redirection.
     with pytest.MonkeyPatch.context() as monkeypatch:
         if request.param == "postgresql":
-            _fewer_examples(request, monkeypatch)
+            fewer_examples(request, monkeypatch)  # the adapters' share, from one place
             redirected = _Redirected(_pg_url, plugins.backend_for)
             # Where the engine picks a backend for a location: Store.open and reembed.
             for module in ("embedmind.store", "embedmind.reembed"):
@@ -111,25 +111,3 @@ class _Redirected:
     def open(self, options: OpenOptions) -> Any:
         location = self.location(options.location)
         return self.real(location).open(dataclasses.replace(options, location=location))
-
-
-PG_SHARE = 4
-"""On PostgreSQL a property runs a quarter of its examples: each one opens a store
-(a schema, its migrations, a pool), 50-100 times the cost of ``:memory:``; the full
-count runs on SQLite, and the soak profiles raise both."""
-
-
-def _fewer_examples(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    name = f"postgresql-conformance-{settings.default.max_examples}"
-    fewer = max(5, settings.default.max_examples // PG_SHARE)
-    settings.register_profile(name, parent=settings.default, max_examples=fewer)
-    previous = settings.get_current_profile_name()
-    settings.load_profile(name)  # properties that build their settings when they run
-    request.addfinalizer(lambda: settings.load_profile(previous))
-    test = request.function
-    own = getattr(test, "_hypothesis_internal_use_settings", None)
-    if own is not None and own.max_examples > fewer:  # settings fixed when it was defined
-        share = max(5, own.max_examples // PG_SHARE)
-        monkeypatch.setattr(
-            test, "_hypothesis_internal_use_settings", settings(own, max_examples=share)
-        )

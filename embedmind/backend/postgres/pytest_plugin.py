@@ -108,7 +108,7 @@ def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     if request.param == "postgresql":
         url: str = request.getfixturevalue("pg_url")  # skips when PostgreSQL is absent
         _open_memory_stores_on(url, request, monkeypatch)
-        _fewer_examples(request, monkeypatch)
+        fewer_examples(request, monkeypatch)
     return str(request.param)
 
 
@@ -156,7 +156,7 @@ def _quietly_close(closable: Any) -> None:
         closable.close()
 
 
-def _fewer_examples(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+def fewer_examples(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run a :data:`PG_SHARE` of a property's examples (the full count runs on SQLite)."""
     if importlib.util.find_spec("hypothesis") is None:
         return
