@@ -17,7 +17,7 @@ lazily; a missing one is skipped.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -95,11 +95,13 @@ class EmbedmindPeer:
         scopes: Sequence[str],
         step: Step,
         sessions: Sequence[Session] | None = None,
+        fields: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         """``remember_many`` in batches of ``BATCH``, one transaction each, in the given order.
 
         With sessions (LoCoMo), each turn is written with its ``session_id`` and
-        ``created_at``, so its lexical postings carry its dialog neighbours' terms.
+        ``created_at``, so its lexical postings carry its dialog neighbours' terms;
+        ``fields`` (the filtered workload's) go in as metadata.
         """
         for start in range(0, len(ids), BATCH):
             end = min(start + BATCH, len(ids))
@@ -109,6 +111,7 @@ class EmbedmindPeer:
                     id=ids[i],
                     namespace=scopes[i],
                     vector=vectors[i],
+                    metadata=dict(fields[i]) if fields else None,
                     session_id=sessions[i][0] if sessions else None,
                     created_at=sessions[i][1] if sessions else None,
                 )

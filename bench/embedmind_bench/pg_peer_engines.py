@@ -29,9 +29,8 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
-from embedmind.model import Draft
 from embedmind.store import Store
-from embedmind_bench.peer_engines import BATCH, Search, Session, Step, _required
+from embedmind_bench.peer_engines import BATCH, EmbedmindPeer, Search, Session, Step, _required
 from embedmind_bench.vectordata import Matrix
 
 Fields = dict[str, int]
@@ -116,19 +115,18 @@ class GivenVectors:
         return self.embed_query(text)
 
 
-class EmbedmindPgPeer:
-    """embedmind through its public API, on PostgreSQL (a URL) or SQLite (a file)."""
+class EmbedmindPgPeer(EmbedmindPeer):
+    """embedmind through its public API, on PostgreSQL (a URL) or SQLite (a file).
+
+    The SQLite peer's batching, modes and close, opened on either backend, plus
+    the filtered workload's ``where`` search.
+    """
 
     def __init__(self, name: str, location: str, embedder: Any) -> None:
         self.name = name
         sqlite = not location.startswith("postgres")
-        extra = {"synchronous": "NORMAL"} if sqlite else {}
-        if sqlite:  # as the SQLite peers run opens it
-            self._store = Store.open(
-                location, embedder=embedder, session_context=True, synchronous="NORMAL"
-            )
-        else:
-            self._store = Store.open(location, embedder=embedder, session_context=True)
+        extra: dict[str, Any] = {"synchronous": "NORMAL"} if sqlite else {}  # as the SQLite run
+        self._store = Store.open(location, embedder=embedder, session_context=True, **extra)
         self.settings: dict[str, Any] = {
             "backend": "sqlite" if sqlite else "postgresql",
             "batch": BATCH,
@@ -136,52 +134,6 @@ class EmbedmindPgPeer:
             **extra,
         }
         self._probe: list[float] | None = None
-
-    def add(
-        self,
-        ids: Sequence[str],
-        texts: Sequence[str],
-        vectors: Matrix,
-        scopes: Sequence[str],
-        step: Step,
-        sessions: Sequence[Session] | None = None,
-        fields: Sequence[Fields] | None = None,
-    ) -> None:
-        """``remember_many`` in batches of ``BATCH``, in the given order (fields as metadata)."""
-        for start in range(0, len(ids), BATCH):
-            end = min(start + BATCH, len(ids))
-            drafts = [
-                Draft(
-                    texts[i],
-                    id=ids[i],
-                    namespace=scopes[i],
-                    vector=vectors[i],
-                    metadata=dict(fields[i]) if fields else None,
-                    session_id=sessions[i][0] if sessions else None,
-                    created_at=sessions[i][1] if sessions else None,
-                )
-                for i in range(start, end)
-            ]
-            self._store.remember_many(drafts, batch_size=BATCH)
-            step(end - start)
-        self._probe = [float(x) for x in vectors[0]]
-
-    def finish(self) -> None:
-        """Run one recall, so the vector index has caught up with the writes."""
-        if self._probe is not None:
-            self._store.recall("warm up", k=1, vector=self._probe)
-
-    def modes(self) -> dict[str, Search]:
-        """Text, vector and hybrid recall, the query's vector given (text ignores it)."""
-
-        def search(mode: str) -> Search:
-            def run(text: str, vector: Matrix, scope: str | None, k: int) -> list[str]:
-                given = cast("Sequence[float]", vector)
-                return self._store.recall(text, k=k, namespace=scope, vector=given, mode=mode).ids
-
-            return run
-
-        return {mode: search(mode) for mode in ("text", "vector", "hybrid")}
 
     def filtered(self) -> Filtered:
         """Vector recall with a ``where`` equality filter."""
@@ -191,10 +143,6 @@ class EmbedmindPgPeer:
             return self._store.recall("", k=k, where=dict(where), vector=given, mode="vector").ids
 
         return run
-
-    def close(self) -> None:
-        """Close the store."""
-        self._store.close()
 
 
 class LangGraphPeer:
