@@ -281,3 +281,7 @@ class BackendFactory(Protocol):
     def open(self, options: OpenOptions) -> Backend:
         """Open (creating if missing) the store at ``options.location``."""
         ...
+
+    def exists(self, location: str) -> bool:
+        """Whether a store is at ``location`` already (reading commands refuse to create one)."""
+        ...

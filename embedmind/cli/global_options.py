@@ -19,8 +19,6 @@ import sys
 from typing import IO
 
 from embedmind import plugins
-from embedmind.backend.sqlite.connection import MEMORY_PATH
-from embedmind.backend.sqlite.database import normalize_path
 from embedmind.embedders.adapt import DEFAULT
 from embedmind.errors import NotFoundError
 
@@ -91,19 +89,12 @@ def require_store(path: str) -> None:
     """Refuse to read a store that is not there: opening would create an empty one.
 
     Raises:
-        NotFoundError: When nothing exists at ``path`` (``:memory:`` and server
-            URLs aside).
-        InvalidInputError: When ``path`` is not a usable store path, or a URL
-            no installed backend serves.
+        NotFoundError: When no store is at ``path`` (its backend says; ``:memory:``
+            always is).
+        InvalidInputError: When ``path`` is not a usable store location, or a
+            URL no installed backend serves.
     """
-    if "://" in path:
-        # A server's store (postgresql://...): only its backend can tell whether
-        # it exists, and opening one that does not creates its empty schema, as
-        # any writer on that server would. Check the location is served at all.
-        plugins.backend_for(path)
-        return
-    absolute = normalize_path(path)
-    if absolute == MEMORY_PATH or os.path.exists(absolute):
+    if plugins.backend_for(path).exists(path):
         return
     error = NotFoundError(path, what="store")
     # NotFoundError's wording ("or was forgotten") is about memories; a store

@@ -55,3 +55,17 @@ def test_a_sqlite_store_moves_to_postgresql_through_export_and_import(
 def test_a_url_no_backend_serves_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--store", "nosuch://host/db", "recall", "tea"]) != 0
     assert "no storage backend opens nosuch://" in capsys.readouterr().err
+
+
+def test_a_reading_command_on_a_schema_never_written_creates_nothing(
+    pg_server: ThrowawayServer, pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dbname = str(psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"])
+    missing = pg_server.url(dbname) + "?schema=never_written"
+    assert main(["--store", missing, "recall", "tea"]) != 0
+    assert "does not exist" in capsys.readouterr().err
+    with psycopg.connect(pg_dsn) as conn:
+        found = conn.execute(
+            "SELECT 1 FROM pg_namespace WHERE nspname = 'never_written'"
+        ).fetchone()
+    assert found is None, "a reading command created the schema"

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import psycopg
+
 from embedmind.backend.postgres import plugin, schema
 from embedmind.backend.postgres.connection import Database, translating
 from embedmind.backend.postgres.schema import DEFAULT_SCHEMA
@@ -134,6 +136,13 @@ class PostgresBackend:
     def close(self) -> None:
         """Close the pool; closing twice does nothing."""
         self.database.close()
+
+
+def store_exists(location: str, busy_timeout: float = 10.0) -> bool:
+    """Whether the schema ``location`` names has been migrated (connects once; creates nothing)."""
+    url, store_schema = split_location(location)
+    with translating(location, busy_timeout), psycopg.connect(url, autocommit=True) as conn:
+        return schema.schema_version(conn, schema.check_schema_name(store_schema)) > 0
 
 
 def open_backend(options: OpenOptions) -> PostgresBackend:

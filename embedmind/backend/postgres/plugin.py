@@ -55,6 +55,14 @@ class DeferredFactory:
             ) from e
         return open_backend(options)
 
+    def exists(self, location: str) -> bool:
+        """Whether the URL's schema holds a store (any migration applied)."""
+        try:
+            from embedmind.backend.postgres.backend import store_exists
+        except ImportError:
+            return False  # open() names the missing driver
+        return store_exists(location)
+
 
 FACTORY = DeferredFactory()
 """What :func:`register_backends` registers."""

@@ -11,11 +11,13 @@ location that is not a URL.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from embedmind.backend.sqlite import fileio, vector_rows
+from embedmind.backend.sqlite.connection import MEMORY_PATH
 from embedmind.backend.sqlite.database import Database, normalize_path
 from embedmind.backend.sqlite.hnsw import VectorIndex
 from embedmind.backend.sqlite.lexical.index import LexicalIndex
@@ -178,6 +180,15 @@ class SqliteFactory:
             busy_timeout=options.busy_timeout,
         )
         return SqliteBackend(database)
+
+    def exists(self, location: str) -> bool:
+        """Whether the file is there (``":memory:"`` always is).
+
+        Raises:
+            InvalidInputError: When ``location`` is not a usable store path.
+        """
+        path = normalize_path(location)
+        return path == MEMORY_PATH or os.path.exists(path)
 
 
 FACTORY = SqliteFactory()
