@@ -26,7 +26,7 @@ from embedmind.backend.sqlite import alias_rows, bulk_postings, postings, sessio
 from embedmind.backend.sqlite.blocks import BLOCK_SIZE, Postings, concat
 from embedmind.backend.sqlite.lexical import context
 from embedmind.lexical import aliases, bm25, maxscore
-from embedmind.lexical.aliases import Table, fields
+from embedmind.lexical.aliases import Table, fields_many
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.maxscore import TermList
 
@@ -85,7 +85,11 @@ class LexicalIndex:
             return
         table = self.aliases(conn)
         if not session_rows.enabled(conn):
-            entries = [context.Entry(key, fields(text, table).alone(), None) for key, text in docs]
+            analysed = fields_many([text for _, text in docs], table)
+            entries = [
+                context.Entry(key, own.alone(), None)
+                for (key, _), own in zip(docs, analysed, strict=True)
+            ]
             self._put(conn, [e for e in entries if e.counts], version)
             return
         entries, changed = context.plan_add(conn, docs, lambda key: self._links(conn, key), table)
