@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from embedmind.lexical.analyzer import analyze
+from embedmind.lexical.analyzer import analyze, analyze_many
 
 MAX_KEY_TERMS = 4
 """Longest key, in analysed terms."""
@@ -127,7 +127,15 @@ class Fields:
 
 def fields(text: str, table: Table) -> Fields:
     """Analyse ``text`` into its own terms and its alias field under ``table``."""
-    terms = analyze(text)
+    return _fields(analyze(text), table)
+
+
+def fields_many(texts: Sequence[str], table: Table) -> list[Fields]:
+    """:func:`fields` of each of ``texts``, analysed as one batch (a bulk write's path)."""
+    return [_fields(terms, table) for terms in analyze_many(texts)]
+
+
+def _fields(terms: list[str], table: Table) -> Fields:
     return Fields(Counter(terms), table.expansions(terms) if table else Counter())
 
 

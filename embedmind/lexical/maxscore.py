@@ -16,12 +16,21 @@ bring a new document into the top m, so it is not scored: only the documents
 already seen are looked up in it. θ only rises and partial scores only
 under-estimate, so a document skipped this way scores below θ, which the
 result already says it does not vouch for.
+
+A query whose lists hold few postings (:data:`SMALL_QUERY`) is scored
+exhaustively instead: below that size numpy's cost per call, not the
+postings, is what a query pays, and pruning only adds calls. Either way
+the result is cut to the ``m`` best (ties at the cut kept), so the caller
+walks a few dozen candidates, not thousands. Scores come from the index's
+precomputed impacts (:attr:`TermList.impacts`) when it has them, and the
+per-key sums live in a buffer each thread reuses, zeroed where it was
+touched, instead of a fresh ``np.zeros`` of the key space per query.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +38,11 @@ import numpy.typing as npt
 from embedmind.lexical import bm25
 
 F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+
+SMALL_QUERY = 32_768
+"""Postings (over all query terms) up to which :func:`top` scores exhaustively."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +58,10 @@ class TermList:
     """Where each block starts in ``keys`` (None: one block)."""
     block_bounds: npt.NDArray[np.float64] | None = None
     """Each block's score bound (None: ``bound``)."""
+    impacts: F64 | None = None
+    """Every posting's score at ``impact_avgdl``, read-only (None: computed per query)."""
+    impact_avgdl: float = 0.0
+    """The average document length ``impacts`` were computed for."""
 
     def blocks(self) -> tuple[I64, npt.NDArray[np.float64]]:
         """``(starts, bounds)`` of the blocks."""
@@ -53,7 +70,13 @@ class TermList:
         return self.block_starts, self.block_bounds
 
     def scores(self, avgdl: float, select: I64 | None = None) -> npt.NDArray[np.float64]:
-        """BM25 contributions of all postings, or of the positions ``select``."""
+        """BM25 contributions of all postings, or of the positions ``select``.
+
+        The precomputed :attr:`impacts` when they are for ``avgdl`` (the same
+        float32 arithmetic, done once), else computed here; read-only either way.
+        """
+        if self.impacts is not None and avgdl == self.impact_avgdl:
+            return self.impacts if select is None else self.impacts[select]
         tf = self.tf if select is None else self.tf[select]
         length = self.length if select is None else self.length[select]
         norm = np.float32(bm25.K1 * (1 - bm25.B)) + np.float32(bm25.K1 * bm25.B / avgdl) * length
@@ -62,13 +85,25 @@ class TermList:
         return result
 
 
+def with_impacts(term: TermList, avgdl: float) -> TermList:
+    """``term`` with its :attr:`TermList.impacts` precomputed for ``avgdl``."""
+    impacts = term.scores(avgdl)
+    impacts.flags.writeable = False  # shared by every query that reads the cache
+    return replace(term, impacts=impacts, impact_avgdl=avgdl)
+
+
 def exhaustive(lists: list[TermList], avgdl: float) -> tuple[I64, npt.NDArray[np.float64]]:
-    """Every document holding a query term, with its exact score."""
+    """Every document holding a query term, with its exact score.
+
+    Terms are summed in list order (so every caller gets the same float sums).
+    """
     acc, keys = _Accumulator(lists), []
     for term in lists:
         keys.append(acc.add(term, term.scores(avgdl)))
     found = np.concatenate(keys) if keys else np.empty(0, np.int64)
-    return found, acc.values[found]
+    scores = acc.values[found]
+    acc.release(found)
+    return found, scores
 
 
 @dataclass
@@ -89,19 +124,68 @@ class Tally:
 
 
 def top(
-    lists: list[TermList], avgdl: float, m: int, tally: Tally | None = None
+    lists: list[TermList],
+    avgdl: float,
+    m: int,
+    tally: Tally | None = None,
+    *,
+    small: int = SMALL_QUERY,
 ) -> tuple[I64, npt.NDArray[np.float64], float]:
-    """A superset of the ``m`` best documents, with exact scores, and the bound θ.
+    """The ``m`` best documents (ties at the cut kept), with exact scores, and the bound θ.
 
     Every document outside the result scores below θ (θ is 0 when the result
     holds every matching document); so does every result member whose score is
     below θ only as far as the result knows — trust the result down to θ.
-    ``tally`` counts the blocks scored and skipped.
+    ``tally`` counts the blocks scored and skipped. Lists of at most ``small``
+    postings in all are scored exhaustively (every block scored).
     """
-    order = sorted(lists, key=lambda t: -t.bound)
-    remaining = [*np.cumsum([t.bound for t in order][::-1])[::-1].tolist(), 0.0]
+    if sum(len(term.keys) for term in lists) <= small:
+        keys, scores = exhaustive(lists, avgdl)
+        if tally is not None:
+            tally.count(sum(len(term.blocks()[0]) for term in lists), 0)
+        return _best(keys, scores, m, 0.0)
+    keys, scores, theta = _pruned(lists, avgdl, m, tally)
+    return _best(keys, scores, m, theta)
+
+
+def _best(
+    keys: I64, scores: npt.NDArray[np.float64], m: int, theta: float
+) -> tuple[I64, npt.NDArray[np.float64], float]:
+    """Cut a result to its ``m`` best (and those tied with the m-th); raise θ to the cut.
+
+    A dropped document scores below the cut (exactly, or it was below θ
+    already), so the result still holds every document scoring at least
+    the new θ.
+    """
+    if len(keys) <= m:
+        return keys, scores, theta
+    cut = float(np.partition(scores, len(scores) - m)[len(scores) - m])
+    keep = scores >= cut
+    return keys[keep], scores[keep], max(theta, cut)
+
+
+def _pruned(
+    lists: list[TermList], avgdl: float, m: int, tally: Tally | None
+) -> tuple[I64, npt.NDArray[np.float64], float]:
+    """Block-max MaxScore: a superset of the ``m`` best, as :func:`top` describes."""
     acc = _Accumulator(lists)
     parts: list[I64] = []
+    found = _maxscore(acc, parts, lists, avgdl, m, tally)
+    acc.release(np.concatenate(parts) if parts else np.empty(0, np.int64))
+    return found
+
+
+def _maxscore(
+    acc: _Accumulator,
+    parts: list[I64],
+    lists: list[TermList],
+    avgdl: float,
+    m: int,
+    tally: Tally | None,
+) -> tuple[I64, npt.NDArray[np.float64], float]:
+    """:func:`_pruned`'s evaluation; every key it adds to ``acc`` is appended to ``parts``."""
+    order = sorted(lists, key=lambda t: -t.bound)
+    remaining = [*np.cumsum([t.bound for t in order][::-1])[::-1].tolist(), 0.0]
     theta = 0.0
     done = 0
     scored = skipped = 0
@@ -165,21 +249,48 @@ def _add_blocks(
     block_of = np.searchsorted(starts, at[found], side="right") - 1
     looked = at[found][~live[block_of]]
     select = np.concatenate([positions, looked])
-    keys = term.keys[select]
-    fresh: I64 = keys[acc.values[keys] == 0.0]
-    acc.values[keys] += term.scores(avgdl, select)
-    return fresh
+    return acc.add_at(term.keys[select], term.scores(avgdl, select))
+
+
+_local = threading.local()
 
 
 class _Accumulator:
-    """Dense per-key score sums; ``np.zeros`` is calloc-backed, so only touched pages cost."""
+    """Dense per-key score sums in a buffer this thread reuses from query to query.
+
+    A fresh ``np.zeros`` of the key space per query costs a page fault per
+    page touched (most of them, at a million keys); the reused buffer is
+    zeroed only where the query wrote. A buffer is taken out of the thread's
+    slot while in use, so a query that fails midway never hands a dirty one
+    on: the next query allocates a new one.
+    """
 
     def __init__(self, lists: list[TermList]) -> None:
         top = max((int(t.keys[-1]) for t in lists if len(t.keys)), default=-1) + 1
-        self.values = np.zeros(top, dtype=np.float64)
+        buffer: F64 | None = getattr(_local, "buffer", None)
+        _local.buffer = None
+        if buffer is None or len(buffer) < top:
+            buffer = np.zeros(max(top, 1024), dtype=np.float64)
+        self.values: F64 = buffer
+
+    def release(self, touched: I64) -> None:
+        """Zero the keys ``touched`` (every key added) and give the buffer back to the thread.
+
+        Only on success: a query that raised keeps its buffer out of reuse.
+        """
+        self.values[touched] = 0.0
+        _local.buffer = self.values
 
     def add(self, term: TermList, scores: npt.NDArray[np.float64]) -> I64:
         """Add one term's scores; return the keys seen for the first time."""
-        fresh: I64 = term.keys[self.values[term.keys] == 0.0]
-        self.values[term.keys] += scores  # keys are unique within one term
+        return self.add_at(term.keys, scores)
+
+    def add_at(self, keys: I64, scores: npt.NDArray[np.float64]) -> I64:
+        """Add ``scores`` at ``keys`` (unique); return the keys seen for the first time."""
+        # One gather and one scatter: ``values[keys] += scores`` costs about
+        # twice as much in numpy (it gathers again before it scatters).
+        sums = self.values[keys]
+        fresh: I64 = keys[sums == 0.0]
+        sums += scores
+        self.values[keys] = sums
         return fresh

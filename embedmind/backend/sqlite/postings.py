@@ -23,13 +23,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 import numpy as np
 import numpy.typing as npt
 
 from embedmind.backend.sqlite import varint
-from embedmind.backend.sqlite.blocks import Postings, decode, encode
+from embedmind.backend.sqlite.blocks import Postings, decode, decode_many, encode
 from embedmind.backend.sqlite.connection import fetch_one
 from embedmind.errors import StorageError
 
@@ -116,12 +117,22 @@ def last_blocks(conn: apsw.Connection, term_ids: Sequence[int]) -> dict[int, Blo
         "JOIN lex_blocks AS b ON b.block_id = (SELECT block_id FROM lex_blocks "
         "WHERE term_id = j.value ORDER BY first_key DESC LIMIT 1)"
     )
-    found: dict[int, BlockRow] = {}
-    for term_id, block_id, first_key, count, data in conn.execute(
-        sql, (json.dumps(list(term_ids)),)
-    ):
-        found[int(term_id)] = BlockRow(int(block_id), int(first_key), decode(data, int(count)))
-    return found
+    rows: list[Any] = conn.execute(sql, (json.dumps(list(term_ids)),)).fetchall()
+    parts = _decode_rows([(row[4], int(row[3])) for row in rows])
+    return {
+        int(row[0]): BlockRow(int(row[1]), int(row[2]), part)
+        for row, part in zip(rows, parts, strict=True)
+    }
+
+
+def _decode_rows(rows: Sequence[tuple[bytes, int]]) -> list[Postings]:
+    """Decode ``(data, count)`` blocks in one pass (:func:`decode_many`), one slice each."""
+    whole = decode_many([data for data, _ in rows], [count for _, count in rows])
+    out, at = [], 0
+    for _, count in rows:
+        out.append(whole.slice(at, at + count))
+        at += count
+    return out
 
 
 BlockWrite = tuple[int | None, int, int, Postings]
@@ -209,14 +220,13 @@ def block_versions(conn: apsw.Connection, term_id: int) -> list[tuple[int, int]]
 
 def load_blocks(conn: apsw.Connection, block_ids: Sequence[int]) -> dict[int, Postings]:
     """Decode the given blocks."""
-    return {
-        int(r[0]): decode(r[2], int(r[1]))
-        for r in conn.execute(
-            "SELECT block_id, count, data FROM lex_blocks "
-            "WHERE block_id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(block_ids)),),
-        )
-    }
+    rows: list[Any] = conn.execute(
+        "SELECT block_id, count, data FROM lex_blocks "
+        "WHERE block_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(block_ids)),),
+    ).fetchall()
+    parts = _decode_rows([(row[2], int(row[1])) for row in rows])
+    return {int(row[0]): part for row, part in zip(rows, parts, strict=True)}
 
 
 def get_doc(

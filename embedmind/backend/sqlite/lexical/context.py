@@ -31,7 +31,7 @@ import apsw
 from embedmind.backend.sqlite import alias_rows, session_rows
 from embedmind.backend.sqlite.postings import Links, get_entry, lookup_terms
 from embedmind.backend.sqlite.session_rows import Place
-from embedmind.lexical.aliases import EMPTY, Fields, Table, fields
+from embedmind.lexical.aliases import EMPTY, Fields, Table, fields, fields_many
 from embedmind.lexical.analyzer import analyze
 
 WEIGHT_OWN = 2
@@ -85,7 +85,7 @@ def plan_add(
     links: dict[int, Links] = {}
     for dialog in _by_dialog(places.values()):
         links.update(_dialog_links(conn, dialog, set(texts), stored))
-    own = {key: fields(text, table) for key, text in docs}
+    own = dict(zip(texts, fields_many(list(texts.values()), table), strict=True))
     needed = {o for pair in links.values() for o in pair if o is not None} | links.keys()
     for key, text in session_rows.contents(conn, needed - own.keys()).items():
         own[key] = fields(text, table)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 import apsw
@@ -26,7 +26,7 @@ from embedmind.backend.sqlite import alias_rows, bulk_postings, postings, sessio
 from embedmind.backend.sqlite.blocks import BLOCK_SIZE, Postings, concat
 from embedmind.backend.sqlite.lexical import context
 from embedmind.lexical import aliases, bm25, maxscore
-from embedmind.lexical.aliases import Table, fields
+from embedmind.lexical.aliases import Table, fields_many
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.maxscore import TermList
 
@@ -85,7 +85,11 @@ class LexicalIndex:
             return
         table = self.aliases(conn)
         if not session_rows.enabled(conn):
-            entries = [context.Entry(key, fields(text, table).alone(), None) for key, text in docs]
+            analysed = fields_many([text for _, text in docs], table)
+            entries = [
+                context.Entry(key, own.alone(), None)
+                for (key, _), own in zip(docs, analysed, strict=True)
+            ]
             self._put(conn, [e for e in entries if e.counts], version)
             return
         entries, changed = context.plan_add(conn, docs, lambda key: self._links(conn, key), table)
@@ -247,14 +251,16 @@ class LexicalIndex:
         lists = []
         for term, row in rows.items():
             cached = self._postings(conn, row)
-            # A term's score is linear in its idf: weighting the idf weights the term.
-            idf = bm25.idf(row.df, doc_count) * weights[term]
-            # A hair above the exact bound: scores are computed in float32.
-            bound = bm25.upper_bound(cached.max_tf, cached.min_length, idf, avgdl) * 1.0001
-            bounds = bm25.upper_bounds(cached.block_tf, cached.block_length, idf, avgdl) * 1.0001
-            lists.append(
-                TermList(cached.keys, cached.tf, cached.length, idf, bound, cached.starts, bounds)
-            )
+            weight = weights[term]
+            stats = (doc_count, total_length, row.df, weight)
+            found = cached.scored.get(stats)
+            if found is None:
+                found = cached.term_list(row.df, doc_count, weight, avgdl)
+                found = maxscore.with_impacts(found, avgdl)
+                # One entry per term: the statistics move with every write.
+                cached.scored.clear()
+                cached.scored[stats] = found
+            lists.append(found)
         return lists, avgdl
 
     def score(self, conn: apsw.Connection, terms: Sequence[str]) -> Scored:
@@ -368,6 +374,10 @@ class _Cached:
     """Each block's largest tf."""
     block_length: npt.NDArray[np.float64]
     """Each block's smallest length (with ``block_tf``, the block-max bound)."""
+    scored: dict[tuple[int, int, int, float], TermList] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """The term list with precomputed impacts, by ``(N, total length, df, weight)``."""
 
     @staticmethod
     def of(blocks: list[Postings]) -> _Cached:
@@ -393,6 +403,15 @@ class _Cached:
 
     def __len__(self) -> int:
         return int(self.keys.shape[0])
+
+    def term_list(self, df: int, doc_count: int, weight: float, avgdl: float) -> TermList:
+        """These postings ready to score under the given collection statistics."""
+        # A term's score is linear in its idf: weighting the idf weights the term.
+        idf = bm25.idf(df, doc_count) * weight
+        # A hair above the exact bound: scores are computed in float32.
+        bound = bm25.upper_bound(self.max_tf, self.min_length, idf, avgdl) * 1.0001
+        bounds = bm25.upper_bounds(self.block_tf, self.block_length, idf, avgdl) * 1.0001
+        return TermList(self.keys, self.tf, self.length, idf, bound, self.starts, bounds)
 
 
 V = TypeVar("V", Postings, _Cached)
