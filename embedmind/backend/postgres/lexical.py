@@ -257,14 +257,14 @@ def _put(
     if not entries:
         return
     with conn.cursor() as cur:
-        cur.executemany(
-            "INSERT INTO lex_docs (key, length, has_links, prev_key, next_key) "
-            "VALUES (%s, %s, %s, %s, %s)",
-            [
-                (key, sum(counts.values()), links is not None, *(links or (None, None)))
-                for key, counts, links in entries
-            ],
-        )
+        # COPY for both tables: a batch's documents and postings in two statements.
+        with cur.copy(
+            "COPY lex_docs (key, length, has_links, prev_key, next_key) FROM STDIN"
+        ) as copy:
+            for key, counts, links in entries:
+                copy.write_row(
+                    (key, sum(counts.values()), links is not None, *(links or (None, None)))
+                )
         with cur.copy("COPY lex_postings (term, key, tf, length) FROM STDIN") as copy:
             for key, counts, _ in entries:
                 length = sum(counts.values())

@@ -10,6 +10,7 @@ in the batch's order.
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -208,32 +209,76 @@ def insert_vectors(
 def insert_vectors_many(
     conn: Conn, table: str, items: Sequence[tuple[int, Sequence[tuple[int, int]], Sequence[bytes]]]
 ) -> list[int]:
-    """Store the vectors of several memories (``(key, spans, blobs)`` each) in one statement.
+    """Store the vectors of several memories (``(key, spans, blobs)`` each) in one binary ``COPY``.
 
     One round trip for a whole ``remember_many`` batch instead of one per
-    memory. Returns their vec_keys in the order of ``items`` and of each
-    one's spans, as :func:`insert_vectors` would.
+    memory, and no text: pgvector reads the float32 values in its binary
+    form, so neither side prints or parses ~400 decimal numbers per vector
+    (which cost more than the rows' HNSW insertion on the client). The
+    vec_keys are drawn from the column's identity sequence first (``COPY``
+    writes given identity values, as ``OVERRIDING SYSTEM VALUE`` would), so
+    no statement reads them back. Returns them in the order of ``items`` and
+    of each one's spans, as :func:`insert_vectors` would.
     """
     keys = [key for key, spans, _ in items for _ in spans]
     if not keys:
         return []
+    spans = [span for _, item_spans, _ in items for span in item_spans]
+    blobs = [blob for _, _, item_blobs in items for blob in item_blobs]
+    vec_keys = sorted(
+        int(r[0])
+        for r in conn.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, 'vec_key')) FROM generate_series(1, %s)",
+            (table, len(keys)),
+        )
+    )
     query = sql.SQL(
-        'INSERT INTO {t} (key, start, "end", embedding) '
-        "SELECT k, s, e, v::vector FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], "
-        "%s::text[]) WITH ORDINALITY AS u(k, s, e, v, n) ORDER BY n RETURNING vec_key"
+        'COPY {t} (vec_key, key, start, "end", embedding) FROM STDIN (FORMAT BINARY)'
     ).format(t=sql.Identifier(table))
-    params = [
-        keys,
-        [s for _, spans, _ in items for s, _ in spans],
-        [e for _, spans, _ in items for _, e in spans],
-        [_vector_text(np.frombuffer(b, dtype="<f4")) for _, _, blobs in items for b in blobs],
-    ]
-    # Identity values follow the ORDER BY n of the insert: sorted, they are in input order.
-    return sorted(int(r[0]) for r in conn.execute(query, params))
+    wide = _BIGINT_SPANS[table]
+    with conn.cursor() as cur, cur.copy(query) as copy:
+        copy.write(_binary_rows(vec_keys, keys, spans, blobs, wide=wide))
+    return vec_keys
+
+
+_BIGINT_SPANS = {"memory_vectors": False, "fragments": True}
+"""Whether a vector table's ``start``/``end`` are ``bigint`` (binary COPY sends each
+column in its own type's width)."""
+_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+"""A binary COPY stream's header: the signature, no flags, no header extension."""
+_TRAILER = struct.pack(">h", -1)
+
+
+def _binary_rows(
+    vec_keys: Sequence[int],
+    keys: Sequence[int],
+    spans: Sequence[tuple[int, int]],
+    blobs: Sequence[bytes],
+    *,
+    wide: bool,
+) -> bytes:
+    """The binary COPY stream of ``(vec_key, key, start, end, embedding)`` rows.
+
+    Each row is five fields, each its length then its bytes in network
+    order; a pgvector ``vector`` is its dimension (int16), an unused int16,
+    then the float32 values big-endian (pgvector's ``vector_recv``).
+    """
+    span = "iqiq" if wide else "iiii"
+    width = 8 if wide else 4
+    parts = [_SIGNATURE]
+    for vec_key, key, (start, end), blob in zip(vec_keys, keys, spans, blobs, strict=True):
+        values = np.frombuffer(blob, dtype="<f4")
+        dims = len(values)
+        head = (5, 8, vec_key, 8, key, width, start, width, end, 4 + 4 * dims, dims, 0)
+        parts.append(struct.pack(f">hiqiq{span}ihh", *head))
+        parts.append(values.astype(">f4").tobytes())
+    parts.append(_TRAILER)
+    return b"".join(parts)
 
 
 def _vector_text(vector: npt.NDArray[np.float32]) -> str:
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+    # tolist() yields the float32 values as Python floats; repr keeps every digit.
+    return "[" + ",".join(map(repr, vector.tolist())) + "]"
 
 
 EXPORT_COLUMNS = (
