@@ -6,8 +6,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP_FLAGS := --disable-pip-version-check --quiet
+# Each phase prints its wall and CPU time (scripts/phase.py).
+PHASE := $(PYTHON) $(CURDIR)/scripts/phase.py
 
-.PHONY: demo test lint typecheck importlint docs unit dist check-dist bench bench-all bench-100k bench-1m bench-lexical clean
+.PHONY: demo test checks lint typecheck importlint docs unit unit-parallel unit-serial dist check-dist bench bench-all bench-100k bench-1m bench-lexical clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +32,10 @@ $(DEMO_STAMP): pyproject.toml $(ENGINE_FILES) | $(BIN)/python
 	else $(BIN)/python -m pip install $(PIP_FLAGS) .; fi
 	touch $(DEMO_STAMP)
 
+# --no-compile: Python compiles a module when it is first imported; byte-compiling all
+# ~10,000 modules up front cost ~55 CPU-seconds, mostly for modules no test imports.
 $(STAMP): pyproject.toml $(foreach d,$(DISTRIBUTIONS),$(d)/pyproject.toml) | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]' $(foreach d,$(DISTRIBUTIONS),-e '$(d)[test]')
+	$(PHASE) install $(BIN)/python -m pip install $(PIP_FLAGS) --no-compile -e '.[dev]' $(foreach d,$(DISTRIBUTIONS),-e '$(d)[test]')
 	touch $(STAMP)
 
 demo: $(DEMO_STAMP)
@@ -42,18 +46,33 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check embedmind tests scripts adapters bench
 
 typecheck: $(STAMP)
-	$(BIN)/mypy
+	$(PHASE) mypy $(BIN)/mypy
 
 importlint: $(STAMP)
 	$(BIN)/lint-imports
 
+# The suites run on every core (pytest-xdist, one worker per core, at most 8: each
+# worker imports the engine and starts its own throwaway PostgreSQL server), except
+# the tests marked `serial` (stall budgets, kill -9, power loss, many processes):
+# those run alone, one at a time, afterwards. `make unit WORKERS=1` runs one worker.
+WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n > 8 ? 8 : n )))
+XDIST := -n $(WORKERS) --dist loadscope
+PYTEST := $(CURDIR)/$(BIN)/python -m pytest
+
+unit-parallel: $(STAMP)
+	$(PHASE) engine $(PYTEST) $(XDIST) -m 'not slow and not bench and not serial'
+	cd notebooks && $(PHASE) notebooks $(PYTEST) --nbmake -q -p no:cacheprovider $(XDIST) .
+	for dist in $(DISTRIBUTIONS); do (cd $$dist && $(PHASE) $$dist $(PYTEST) $(XDIST)) || exit 1; done
+
+unit-serial: $(STAMP)
+	$(PHASE) engine-serial $(PYTEST) -m 'serial and not slow and not bench'
+
 unit: $(STAMP)
-	$(BIN)/python -m pytest
-	cd notebooks && ../$(BIN)/python -m pytest --nbmake -q -p no:cacheprovider .
-	for dist in $(DISTRIBUTIONS); do (cd $$dist && $(CURDIR)/$(BIN)/python -m pytest) || exit 1; done
+	$(MAKE) --no-print-directory unit-parallel
+	$(MAKE) --no-print-directory unit-serial
 
 docs: $(STAMP)
-	$(BIN)/mkdocs build --strict --quiet -d build/site
+	$(PHASE) docs $(BIN)/mkdocs build --strict --quiet -d build/site
 
 # The four wheels (embedmind, langchain-embedmind, llama-index-vector-stores-embedmind,
 # embedmind-bench) into dist/, built offline; check-dist installs each README "Install" line from them
@@ -63,9 +82,23 @@ dist: $(STAMP)
 	$(BIN)/python scripts/check_dist.py --build-only
 
 check-dist: $(STAMP)
-	$(BIN)/python scripts/check_dist.py
+	$(PHASE) check-dist $(BIN)/python scripts/check_dist.py
 
-test: lint typecheck importlint docs unit check-dist
+# The checks that are not test suites, one after another: beside the parallel suites
+# in `make test`.
+checks: lint typecheck importlint docs check-dist
+
+# The checks and the parallel suites at once (neither times anything, and the checks
+# mostly wait on one core or the disk), their output after the suites'; then the
+# serial tests alone, on an otherwise idle machine.
+test: $(STAMP)
+	@mkdir -p build
+	@$(PHASE) checks $(MAKE) --no-print-directory checks > build/checks.log 2>&1 & checks=$$!; \
+	$(MAKE) --no-print-directory unit-parallel; suites=$$?; \
+	wait $$checks; checked=$$?; \
+	echo "--- make checks (ran beside the suites; build/checks.log) ---"; cat build/checks.log; \
+	[ $$suites -eq 0 ] && [ $$checked -eq 0 ]
+	$(MAKE) --no-print-directory unit-serial
 
 # Benchmarks (docs/benchmarks.md): the bench/ distribution, installed editable by
 # $(STAMP); its peers come from its `peers` extra, installed once into the same

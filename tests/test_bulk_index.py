@@ -81,6 +81,7 @@ def test_a_due_save_holds_neither_the_writer_lock_nor_searches(
         assert seen.get("read"), "a vector search waited for the index save"
 
 
+@pytest.mark.serial  # the serial pass of `make test`: the second writer's wait is timed against a 1 s margin
 def test_a_single_write_beside_a_bulk_load_leaves_the_index_to_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

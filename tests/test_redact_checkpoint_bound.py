@@ -23,6 +23,9 @@ import embedmind
 from embedmind import RedactionIncompleteError
 from embedmind.embedders.hashing import HashingEmbedder
 
+# Serial pass of `make test` (not beside other tests): a redaction's checkpoint wait is timed against a bound.
+pytestmark = pytest.mark.serial
+
 SECRET = "swordfish-Kx81SECRETvalueTOREMOVE"
 BOUND = 1.5
 MARGIN = 2.0

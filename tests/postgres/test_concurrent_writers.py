@@ -15,11 +15,15 @@ import textwrap
 import time
 
 import psycopg
+import pytest
 
 from embedmind.backend.postgres import lexical, schema
 from embedmind.backend.postgres.backend import FACTORY
 from embedmind.backend.postgres.testing import ThrowawayServer
 from embedmind.backend.values import OpenOptions
+
+# Serial pass of `make test` (not beside other tests): writer processes started at one instant.
+pytestmark = pytest.mark.serial
 
 WRITERS = 4
 TURNS = 45

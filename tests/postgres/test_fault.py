@@ -36,6 +36,9 @@ from embedmind.errors import StorageError, StoreBusyError
 from embedmind.model import Draft
 from embedmind.query.selection import Selection
 
+# Serial pass of `make test` (not beside other tests): halts this worker's server for timed seconds under threaded load.
+pytestmark = pytest.mark.serial
+
 DIMS = 4
 NOW = 10**15
 BUSY_TIMEOUT = 2.0

@@ -163,6 +163,7 @@ def test_a_selective_filter_never_under_returns(conn: psycopg.Connection) -> Non
     assert len(lexical.text_top(conn, "tea", condition, params, 10)) == 3
 
 
+@pytest.mark.serial  # the serial pass of `make test`: the second writer is timed against 1 s
 def test_writers_on_two_connections_do_not_wait_for_each_other(
     pg_dsn: str, conn: psycopg.Connection
 ) -> None:

@@ -26,6 +26,9 @@ import pytest
 from embedmind.backend.postgres import testing_cleanup
 from embedmind.backend.postgres.testing import ThrowawayServer
 
+# Serial pass of `make test` (not beside other tests): kills servers' owners and waits for watchdogs against deadlines.
+pytestmark = pytest.mark.serial
+
 CHILD = """
 import json, sys, time
 from embedmind.backend.postgres import testing_cleanup

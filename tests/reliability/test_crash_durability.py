@@ -26,6 +26,9 @@ from tooling.children import child_env
 from tooling.crash_writer import redacted as redacted_content
 from tooling.crash_writer import sha
 
+# Serial pass of `make test` (not beside other tests): kill -9 at random instants in children that must get READY in time.
+pytestmark = pytest.mark.serial
+
 if TYPE_CHECKING:
     from conftest import Figures
 

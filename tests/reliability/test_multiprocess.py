@@ -24,6 +24,9 @@ from tooling.children import spawn
 
 import embedmind
 
+# Serial pass of `make test` (not beside other tests): writer processes racing for fair shares; busy-timeout waits timed.
+pytestmark = pytest.mark.serial
+
 if TYPE_CHECKING:
     from conftest import Figures
 

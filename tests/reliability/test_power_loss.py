@@ -49,6 +49,9 @@ import pytest
 from tooling.children import child_env
 from tooling.power_loss import FILE_OPS, CrashState, crash_state, load_log, materialise
 
+# Serial pass of `make test` (not beside other tests): hundreds of child processes replaying crash states.
+pytestmark = pytest.mark.serial
+
 if TYPE_CHECKING:
     from conftest import Figures
 

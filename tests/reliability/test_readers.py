@@ -31,6 +31,9 @@ import embedmind
 from embedmind.backend.sqlite import database
 from embedmind.embedders.hashing import HashingEmbedder
 
+# Serial pass of `make test` (not beside other tests): a commit-stall budget in milliseconds, reader processes.
+pytestmark = pytest.mark.serial
+
 if TYPE_CHECKING:
     from conftest import Figures
 

@@ -392,6 +392,7 @@ def _catch_up_drafts(
     ]
 
 
+@pytest.mark.serial  # the serial pass of `make test`: open and search are timed against a budget
 @pytest.mark.timeout(600)
 def test_catching_up_1000_changes_at_20k_memories(tmp_path: Path, figures: Figures) -> None:
     dims = CATCH_UP_DIMS

@@ -464,6 +464,7 @@ def _measure(
     return size, extra, elapsed, error
 
 
+@pytest.mark.serial  # the serial pass of `make test`: each rejection is timed against its bound (seconds)
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(("label", "build", "call", "bound"), HUGE_INPUTS)
 def test_huge_input_is_rejected_in_bounded_time_and_memory(
