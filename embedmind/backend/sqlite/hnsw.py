@@ -51,7 +51,15 @@ def _usearch_index() -> Any:
 
     Measured here: importing onnxruntime 1.32 *after* usearch 2.26.6 crashes the
     interpreter (SIGSEGV in onnxruntime's module init); the other order is fine.
+
+    ``numpy.ma`` too: numpy 2.4's ``np.unique`` and ``np.isin`` import it at
+    their first call, and the vector search calls both. Imported here, the
+    cost (100-130 ms on a loaded 2-core machine) is paid where the index is
+    built or loaded — on the bulk load's worker, or by the search that loads
+    the index anyway — and not by the first recall after ``remember_many``
+    (it was most of that recall at 10k: 153 ms against a warm 23 ms).
     """
+    importlib.import_module("numpy.ma")
     with suppress(ImportError):
         importlib.import_module("onnxruntime")
     return importlib.import_module("usearch.index").Index
