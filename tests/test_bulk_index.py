@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -206,3 +208,22 @@ def test_no_index_file_holds_vectors_not_committed_yet(
         index.discard()
         store.recall("", mode="vector", vector=row[0], k=1)  # reloads the committed state
         assert index.save_snapshot(store._db)
+
+
+def test_the_first_recall_after_a_bulk_load_imports_nothing(tmp_path: Path) -> None:
+    # numpy 2.4's np.unique / np.isin import numpy.ma at their first call (100 ms
+    # on a loaded machine): the bulk load's worker must pay it, not the first recall.
+    script = f"""
+import sys
+import embedmind
+from embedmind.embedders.hashing import HashingEmbedder
+with embedmind.Store.open({str(tmp_path / "s.mind")!r}, embedder=HashingEmbedder(16)) as store:
+    store.remember_many([f"memory number {{i}}" for i in range(300)], batch_size=100)
+    before = set(sys.modules)
+    store.recall("memory number 7", k=3)
+    print(sorted(set(sys.modules) - before))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -269,8 +269,15 @@ class CommitPath:
         vectors = self._vectors()
         if pool is None or vectors is None:
             return None
-        if not vectors.loaded and getattr(self._bulk, "size", 0) < CATCH_UP_AT:
-            return None  # a small block leaves loading to the first search
+        if getattr(self._bulk, "size", 0) < CATCH_UP_AT and (
+            not vectors.loaded or self._bulk_blocks > 1
+        ):
+            # A small block leaves loading to the first search, and a small
+            # write beside another thread's bulk load leaves its vector to
+            # that load's worker (as :meth:`_catch_up` does): its own early
+            # add would first replay the load's last batch under the index
+            # lock, and a search waited 1 s for it on a loaded machine.
+            return None
         db = self._parts.backend.database  # type: ignore[attr-defined]
         return _EarlyIndex(pool, vectors, db)
 

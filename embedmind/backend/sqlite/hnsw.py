@@ -51,7 +51,15 @@ def _usearch_index() -> Any:
 
     Measured here: importing onnxruntime 1.32 *after* usearch 2.26.6 crashes the
     interpreter (SIGSEGV in onnxruntime's module init); the other order is fine.
+
+    ``numpy.ma`` too: numpy 2.4's ``np.unique`` and ``np.isin`` import it at
+    their first call, and the vector search calls both. Imported here, the
+    cost (100-130 ms on a loaded 2-core machine) is paid where the index is
+    built or loaded — on the bulk load's worker, or by the search that loads
+    the index anyway — and not by the first recall after ``remember_many``
+    (it was most of that recall at 10k: 153 ms against a warm 23 ms).
     """
+    importlib.import_module("numpy.ma")
     with suppress(ImportError):
         importlib.import_module("onnxruntime")
     return importlib.import_module("usearch.index").Index
@@ -61,8 +69,11 @@ CONNECTIVITY = 16
 EXPANSION_ADD = 128
 _REBUILD_PAGE = 50_000
 ADD_CHUNK = 128
-"""Vectors a bulk load adds per hold of the index lock while searches run
+"""The most vectors a bulk load adds per hold of the index lock while searches run
 (:meth:`VectorIndex.add_uncommitted`): a search waits for one chunk, not a whole batch."""
+ADD_HOLD_SECONDS = 0.02
+"""How long one such chunk should hold the lock (fewer vectors when adding is slow:
+a fixed 128 held it 570 ms at p99 on a loaded 2-core machine)."""
 ADD_PAUSE = 0.0005
 YIELD_MAX_SECONDS = 0.05
 SEARCHES_RECENT_SECONDS = 2.0
@@ -77,6 +88,14 @@ EXACT_BELOW = 20_000
 Measured here (384 dims, f16, one query): exact 0.36 ms at 5k and 1.3 ms at 20k
 against 0.4 / 0.8 ms for the graph — a small price for recall 1.0, and immune
 to HNSW's trouble with many near-identical vectors (chat memory is full of them)."""
+
+
+FED_RECENT_SECONDS = 5.0
+"""A bulk load fed the index this recently (:meth:`VectorIndex.add_uncommitted`):
+a search leaves the vectors it has yet to add to it (:meth:`VectorIndex.sync_for_search`)."""
+Tail = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
+"""``(vec_keys, unit rows)`` committed but not in the graph yet, for a search to scan exactly."""
+NO_TAIL: Tail = (np.empty(0, np.int64), np.empty((0, 0), np.float32))
 
 
 def default_ef(size: int) -> int:
@@ -121,6 +140,10 @@ class VectorIndex:
         """The largest vec_key :meth:`add_uncommitted` put in the index (no save holds more
         than the snapshot it is taken from has committed)."""
         self._waiting = 0
+        self._add_seconds = 0.0
+        self._fed_at = -FED_RECENT_SECONDS
+        """When :meth:`add_uncommitted` last ran (see :meth:`sync_for_search`)."""
+        """Seconds per vector of the last chunk :meth:`add_uncommitted` added (0: none yet)."""
         self._searched_at = -SEARCHES_RECENT_SECONDS
         """When this process last searched the index (bulk adds go in chunks while searches run)."""
         """Searches waiting for ``_lock`` (:meth:`_locked`): a bulk add lets them in first."""
@@ -171,6 +194,43 @@ class VectorIndex:
                 self._open(conn)  # the log was trimmed past what we applied
                 return
             self._replay(conn, self._applied)
+
+    def sync_for_search(self, conn: apsw.Connection) -> Tail:
+        """Like :meth:`sync`, but while a bulk load feeds the index, return what it has yet to add.
+
+        A batch may commit before the load's worker has added all its vectors;
+        :meth:`sync` would add the rest itself under the index lock (a reader
+        waited 1.2 s so on a loaded machine). Instead they are read from SQLite
+        for the search to score exactly beside the graph's hits, and the worker
+        goes on adding them. Outside a bulk load, or after removals: :meth:`sync`.
+
+        Returns:
+            The vectors the snapshot sees that the graph does not hold (often none).
+        """
+        if time.monotonic() - self._fed_at >= FED_RECENT_SECONDS:
+            self.sync(conn)
+            return NO_TAIL
+        with self._locked():
+            self._drop_if_rolled_back(conn)
+            index = self._index
+            last = vector_rows.last_seq(conn, self.space)
+            first = vector_rows.first_seq(conn, self.space)
+            if index is None or last == self._applied or first is None or first > self._applied + 1:
+                self.sync(conn)
+                return NO_TAIL
+            final: dict[int, int] = {}
+            for _, vec_key, added in vector_rows.changes_since(conn, self._applied, self.space):
+                final[vec_key] = added
+            if not all(final.values()):  # removals: the plain replay handles them
+                self.sync(conn)
+                return NO_TAIL
+            wanted = np.fromiter(final, np.int64, len(final))
+            wanted = wanted[~np.asarray(index.contains(wanted.astype(np.uint64)), dtype=bool)]
+            if not len(wanted):
+                self.sync(conn)  # all in already: it only learns owners and moves on
+                return NO_TAIL
+        vec_keys, _, vectors = vector_rows.load(conn, wanted.tolist(), self.dims, self.space)
+        return vec_keys, vectors
 
     def _drop_if_rolled_back(self, conn: apsw.Connection) -> None:
         """Discard the index when the transaction of the last in-transaction save rolled back."""
@@ -241,13 +301,11 @@ class VectorIndex:
         removed = [k for k, added in final.items() if not added and k in self._index]
         for key in removed:
             self._index.remove(key)
-        wanted: list[int] = []
-        early: list[int] = []
-        for k, added in final.items():
-            if added:
-                (early if k in self._index else wanted).append(k)
-        if early:  # a bulk load put them in before COMMIT (add_uncommitted): learn their owners
-            self.owners.owners(conn, np.asarray(early, np.int64), self.space)
+        adds = np.asarray([k for k, added in final.items() if added], np.int64)
+        present = np.asarray(self._index.contains(adds.astype(np.uint64)), dtype=bool)
+        early, wanted = adds[present], adds[~present].tolist()  # one call, not one per key
+        if len(early):  # a bulk load added them before COMMIT (add_uncommitted): learn owners
+            self.owners.owners(conn, early, self.space)
         if wanted:
             vec_keys, keys, vectors = vector_rows.load(conn, wanted, self.dims, self.space)
             if len(vec_keys):
@@ -356,20 +414,31 @@ class VectorIndex:
         # In chunks only while searches run: one call of usearch's parallel add
         # is faster (measured: 6,000 vectors of 384 dims, about 10 % faster than
         # chunks of 128 or 1,024), but holds the lock for the whole batch.
-        searched = time.monotonic() - self._searched_at < SEARCHES_RECENT_SECONDS
-        chunk_size = ADD_CHUNK if searched else max(len(keys), 1)
-        for start in range(0, len(keys), chunk_size):
+        self._fed_at = time.monotonic()
+        start = 0
+        while start < len(keys):
             if start:
                 self._let_waiters_in()
+            searched = time.monotonic() - self._searched_at < SEARCHES_RECENT_SECONDS
+            chunk = slice(start, start + self._chunk_size() if searched else len(keys))
             with self._lock:
                 index = self._index
                 if index is None:
                     return
-                chunk = slice(start, start + chunk_size)
                 fresh = ~np.asarray(index.contains(keys[chunk]), dtype=bool)
                 if fresh.any():
                     self._early_key = max(self._early_key, int(keys[chunk][fresh].max()))
+                    began = time.perf_counter()
                     index.add(keys[chunk][fresh], vectors[chunk][fresh])
+                    self._add_seconds = (time.perf_counter() - began) / int(fresh.sum())
+            start = chunk.stop
+            self._fed_at = time.monotonic()
+
+    def _chunk_size(self) -> int:
+        """Vectors per lock hold while searches run: about :data:`ADD_HOLD_SECONDS` of adding."""
+        if self._add_seconds <= 0:
+            return ADD_CHUNK
+        return max(1, min(ADD_CHUNK, int(ADD_HOLD_SECONDS / self._add_seconds)))
 
     @contextmanager
     def _locked(self) -> Iterator[None]:

@@ -101,8 +101,7 @@ class SqliteRecordWrites(SqliteRecords):
     def put_vectors_many(
         self, items: Sequence[tuple[int, Sequence[tuple[int, int]], Sequence[bytes]]]
     ) -> list[int]:
-        # In-process SQLite has no round trip to save: one memory at a time.
-        return [vk for key, spans, blobs in items for vk in self.put_vectors(key, spans, blobs)]
+        return vector_rows.add_many(self.conn, items)
 
     def remove_vectors(self, key: int, space: Space = Space.MEMORY) -> int:
         return vector_rows.remove_memory(self.conn, key, _SPACES[space])

@@ -91,6 +91,37 @@ def add(
     return vec_keys
 
 
+def add_many(
+    conn: apsw.Connection,
+    items: Sequence[tuple[int, Sequence[tuple[int, int]], Sequence[bytes]]],
+    space: Space = MEMORY,
+) -> list[int]:
+    """:func:`add` for many memories in two statements; their vec_keys in order.
+
+    A bulk load's batch of 10,000 made 20,000 ``executemany`` calls one
+    memory at a time; the rows and their log entries are the same.
+    """
+    rows = [
+        (key, start, end, blob)
+        for key, spans, blobs in items
+        for (start, end), blob in zip(spans, blobs, strict=True)
+    ]
+    if not rows:
+        return []
+    vec_keys = [
+        int(row[0])
+        for row in conn.executemany(
+            f"INSERT INTO {space.table} (key, start, end, data) VALUES (?, ?, ?, ?) "
+            "RETURNING vec_key",
+            rows,
+        )
+    ]
+    conn.executemany(
+        f"INSERT INTO {space.log} (vec_key, added) VALUES (?, 1)", [(v,) for v in vec_keys]
+    )
+    return vec_keys
+
+
 def remove_memory(conn: apsw.Connection, key: int, space: Space = MEMORY) -> int:
     """Drop a memory's vectors and log their removal; return how many there were."""
     vec_keys = [

@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from embedmind.backend.sqlite import vector_rows
-from embedmind.backend.sqlite.hnsw import VectorIndex, default_ef
+from embedmind.backend.sqlite.hnsw import Tail, VectorIndex, default_ef
 from embedmind.backend.sqlite.vector_owners import UNKNOWN
 from embedmind.backend.sqlite.vector_rows import MEMORY, Space
 
@@ -87,14 +87,14 @@ def nearest_capped(
     memory search (a memory counts once, under its best chunk). With
     ``rescore``, the cosines are exact float32 ones and the order follows them.
     """
-    index.sync(conn)
-    size = len(index)
+    tail = index.sync_for_search(conn)
+    size = len(index) + len(tail[0])
     if size == 0:
         return []
     breadth = ef if ef is not None else default_ef(size)
     pool = max(4 * k, 32)
     while True:
-        vec_keys, sims = index.search(query, pool, breadth)
+        vec_keys, sims = with_tail(index.search(query, pool, breadth), tail, query, pool)
         found = admitted_best_first(conn, index, vec_keys, sims, condition, space)
         admitted = len(found[0]) / max(1, len(vec_keys))
         # Unfiltered, k suffice; filtered, ask for a margin so the k-th hit
@@ -111,6 +111,29 @@ def nearest_capped(
             # them exactly rather than miss any.
             return exact(conn, index.dims, query, condition, k, cap, space)
         pool = min(size, max(pool * 4, int(4 * k / max(admitted, 1e-9))))
+
+
+def with_tail(
+    hits: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]],
+    tail: Tail,
+    query: npt.NDArray[np.float32],
+    count: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """The graph's hits merged with the exactly scored vectors it does not hold yet, best first.
+
+    The tail is what a bulk load has committed but not added to the graph yet
+    (:meth:`~embedmind.backend.sqlite.hnsw.VectorIndex.sync_for_search`); a
+    vector the load added meanwhile is counted once.
+    """
+    tail_keys, tail_vectors = tail
+    if not len(tail_keys):
+        return hits
+    vec_keys, sims = hits
+    graph_only = ~np.isin(vec_keys, tail_keys)
+    keys = np.concatenate((vec_keys[graph_only], tail_keys))
+    scores = np.concatenate((sims[graph_only], cosines(tail_vectors, query)))
+    order = np.lexsort((keys, -scores))[:count]
+    return keys[order], scores[order].astype(np.float32)
 
 
 Arrays = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]

@@ -1,0 +1,86 @@
+"""Other threads beside a bulk load: a second writer gets its turn, a search never adds for it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import embedmind
+from embedmind.backend.sqlite import hnsw
+from embedmind.backend.sqlite.locking import FairThreadLock
+from embedmind.embedders.hashing import HashingEmbedder
+
+
+def _wait_for(condition: object, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)
+
+
+def test_a_released_writer_lock_goes_to_the_thread_already_waiting() -> None:
+    # A bulk load releases the lock between batches and asks for it at once:
+    # a thread already waiting must get it first, not after several batches.
+    lock = FairThreadLock()
+    assert lock.acquire(1.0)
+    order: list[str] = []
+
+    def waiter() -> None:
+        assert lock.acquire(10.0)
+        order.append("waiter")
+        lock.release()
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    _wait_for(lambda: len(lock._waiters) == 1)
+    lock.release()
+    assert lock.acquire(10.0)  # queued behind the waiter: granted after it
+    order.append("releaser")
+    lock.release()
+    thread.join(10)
+    assert order == ["waiter", "releaser"]
+
+
+def test_a_waiter_that_times_out_leaves_the_queue() -> None:
+    lock = FairThreadLock()
+    assert lock.acquire(1.0)
+    got: list[bool] = []
+    thread = threading.Thread(target=lambda: got.append(lock.acquire(0.05)))
+    thread.start()
+    thread.join(10)
+    assert got == [False] and not lock._waiters
+    lock.release()
+    assert lock.acquire(0.0)  # free again, nobody left to hand it to
+    lock.release()
+
+
+def test_a_search_during_a_bulk_load_scores_the_vectors_the_graph_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # While a bulk load feeds the graph, a search finds committed vectors the
+    # graph does not hold yet by scoring them exactly, and leaves adding them
+    # to the load's worker (adding them would hold the index lock).
+    embedder = HashingEmbedder(16)
+    with embedmind.Store.open(tmp_path / "s.mind", embedder=embedder) as store:
+        store.remember_many([f"memory number {i}" for i in range(300)], batch_size=100)
+        index = store._vectors
+        assert index is not None and index.loaded
+        before = len(index)
+        rng = np.random.default_rng(7)
+        vector = rng.normal(size=16).astype(np.float32)
+        with monkeypatch.context() as m:  # committed, and the worker not there yet
+            m.setattr(index, "add_uncommitted", lambda *_: None)
+            m.setattr(index, "catch_up", lambda *_, **__: None)
+            new = store.remember("a memory the graph has not seen", vector=vector)
+        assert len(index) == before
+        monkeypatch.setattr(index, "_fed_at", time.monotonic())  # a bulk load feeds it
+        hits = store.recall("", k=1, mode="vector", vector=vector)
+        assert hits.ids == [new.id]
+        assert len(index) == before, "the search added the vector itself"
+        monkeypatch.setattr(index, "_fed_at", -hnsw.FED_RECENT_SECONDS)  # the load is over
+        assert store.recall("", k=1, mode="vector", vector=vector).ids == [new.id]
+        assert len(index) == before + 1  # now the search replays it as before
