@@ -6,6 +6,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP_FLAGS := --disable-pip-version-check --quiet
+# Bytecode caches stay on even where the environment sets PYTHONDONTWRITEBYTECODE: without
+# them each of the suites' several hundred Python processes recompiles every module it imports
+# (about 3.5 CPU-seconds for the engine with numpy, LangChain and LlamaIndex), and pytest
+# re-rewrites every test module in each worker.
+unexport PYTHONDONTWRITEBYTECODE
 # Each phase prints its wall and CPU time (scripts/phase.py).
 PHASE := $(PYTHON) $(CURDIR)/scripts/phase.py
 
@@ -32,7 +37,7 @@ $(DEMO_STAMP): pyproject.toml $(ENGINE_FILES) | $(BIN)/python
 	else $(BIN)/python -m pip install $(PIP_FLAGS) .; fi
 	touch $(DEMO_STAMP)
 
-# --no-compile: Python compiles a module when it is first imported; byte-compiling all
+# --no-compile: Python compiles a module when it is first imported (and keeps it: see above); byte-compiling all
 # ~10,000 modules up front cost ~55 CPU-seconds, mostly for modules no test imports.
 $(STAMP): pyproject.toml $(foreach d,$(DISTRIBUTIONS),$(d)/pyproject.toml) | $(BIN)/python
 	$(PHASE) install $(BIN)/python -m pip install $(PIP_FLAGS) --no-compile -e '.[dev]' $(foreach d,$(DISTRIBUTIONS),-e '$(d)[test]')
