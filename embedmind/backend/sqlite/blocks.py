@@ -216,22 +216,7 @@ def decode(data: bytes, count: int) -> Postings:
     """
     # A row the engine did not write (damage, or planted bytes) would otherwise
     # decode into garbage keys, or fail with numpy's ValueError or a huge allocation.
-    if count <= 0 or len(data) < 2 or data[0] >> 6:
-        raise StorageError(f"a posting block of {len(data)} bytes cannot hold {count} postings")
-    gw, tw, lw = (_WIDTHS[(data[0] >> shift) & 3] for shift in (0, 2, 4))
-    first, at = 0, 1
-    for shift in range(0, 63, 7):
-        if at >= len(data):
-            break
-        byte = data[at]
-        first |= (byte & 0x7F) << shift
-        at += 1
-        if byte < 0x80:
-            break
-    else:
-        at = -1
-    if at < 0 or len(data) != at + gw * (count - 1) + (tw + lw) * count or data[at - 1] >= 0x80:
-        raise StorageError(f"a posting block of {len(data)} bytes cannot hold {count} postings")
+    first, at, gw, tw, lw = _head(data, count)
     gaps = np.frombuffer(data, dtype=_DTYPES[gw], count=count - 1, offset=at)
     at += gw * (count - 1)
     tfs = np.frombuffer(data, dtype=_DTYPES[tw], count=count, offset=at)
