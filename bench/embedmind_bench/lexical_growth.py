@@ -18,11 +18,17 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from embedmind_bench.corpus import CorpusSpec, iter_documents, make_queries
 from embedmind_bench.lexical_engines import TantivyEngine
+
+
+def _text_recall(store: Any) -> Callable[[str, int], object]:
+    """The store's text-mode recall as a ``(query, k)`` search, like the tantivy engine's."""
+    return lambda query, k: store.recall(query, mode="text", k=k)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -52,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
         del docs
         for n, path in zip(sizes, (args.small, args.large), strict=True):
             store = stores[n] = Store.open(str(path), embedder=None)
-            engines[f"embedmind {n}"] = lambda q, k, s=store: s.recall(q, mode="text", k=k)
+            engines[f"embedmind {n}"] = _text_recall(store)
         queries = make_queries(args.queries, CorpusSpec())
         names = list(engines)
         latencies: dict[str, list[float]] = {name: [] for name in names}
@@ -70,10 +76,11 @@ def main(argv: list[str] | None = None) -> None:
     for n in sizes:
         print(f"{n:,}: embedmind / tantivy p50 {p50[f'embedmind {n}'] / p50[f'tantivy {n}']:.2f}x")
     small, large = sizes
-    for engine in ("embedmind", "tantivy"):
-        growth = p50[f"{engine} {large}"] / p50[f"{engine} {small}"]
-        print(f"p50 growth {small:,} -> {large:,}: {engine} {growth:.2f}x")
+    for label in ("embedmind", "tantivy"):
+        growth = p50[f"{label} {large}"] / p50[f"{label} {small}"]
+        print(f"p50 growth {small:,} -> {large:,}: {label} {growth:.2f}x")
     for n, store in stores.items():
+        assert store._lexical is not None  # a SQLite store
         tally = store._lexical.tally  # the engine's own counter, for this report only
         print(
             f"{n:,}: blocks per query {tally.scored / tally.queries:.1f} scored, "

@@ -56,6 +56,7 @@ def query(path: Path, queries: int, rounds: int) -> None:
     asked = make_queries(queries, CorpusSpec())
     for text in asked:
         store.recall(text, mode="text", k=10)
+    assert store._lexical is not None  # a SQLite store
     tally = store._lexical.tally  # the engine's own counter, for this report only
     before = (tally.queries, tally.scored, tally.skipped)
     profiler = cProfile.Profile()
