@@ -54,9 +54,19 @@ def figures(request: pytest.FixtureRequest) -> Figures:
     """
 
     def record(**values: object) -> None:
-        request.node.user_properties.append(("figures", values))
+        # As plain JSON values: pytest-xdist sends a report's user properties from its
+        # worker to the controller, and its serialiser refuses numpy scalars.
+        plain = json.loads(json.dumps(values, default=_plain_number))
+        request.node.user_properties.append(("figures", plain))
 
     return record
+
+
+def _plain_number(value: object) -> object:
+    item = getattr(value, "item", None)  # a numpy scalar
+    if item is None:
+        raise TypeError(f"a figure must be a JSON value, not {type(value).__name__}")
+    return item()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
