@@ -6,16 +6,18 @@ nearest vectors, the filter drops most of them, and fewer than ``k`` rows are
 left — none at all when the filter keeps 0.3 % of the rows. This channel plans
 each query so that cannot happen:
 
-1. **Few admitted rows → exact.** The planner's row estimate for the filter
-   decides first (it costs nothing); when it is below :data:`ESTIMATE_CHECK`
-   the admitted rows are counted, up to :data:`EXACT_BELOW` (a bounded count,
-   so a broad filter stops early). At most that many rows are scored exactly —
-   a scan of the admitted rows ordered by the distance itself, which no index
-   can serve.
+1. **Few admitted rows → exact.** Unless the planner's estimate says the
+   selection admits nearly every row (:data:`BROAD`), the admitted memories'
+   keys are read, at most :func:`exact_bound` + 1 of them (a bounded read, so a
+   broad filter stops early). When that is all of them, their vectors are
+   fetched by key and scored exactly. The bound grows with the store
+   (``4 * k * sqrt(n)``, at least :data:`EXACT_BELOW`): a filtered HNSW walk
+   loses the admitted top ``k`` once the filter keeps a few percent of the rows.
 2. **Otherwise HNSW with an iterative scan.** ``hnsw.iterative_scan =
    relaxed_order`` lets the index keep producing candidates past
    ``ef_search`` until the ``LIMIT`` is met (up to ``hnsw.max_scan_tuples``);
-   ``ef_search`` is raised to at least :data:`MIN_EF_SEARCH`; the relaxed order
+   ``ef_search`` follows the store's size (:func:`ef_search`: ``2 * sqrt(n)``
+   between :data:`MIN_EF_SEARCH` and pgvector's ceiling); the relaxed order
    is restored by sorting the (materialised) candidates again. With ``cap``
    (at most ``cap`` vectors per memory: one is memory search, best chunk wins)
    the limit widens until ``k`` memories are found or the index runs dry.
