@@ -25,6 +25,14 @@ def compile_selection(selection: Selection) -> Condition:
     compiled = compile_where(selection.where, sql.SQL("m.metadata"))
     if compiled is None:
         return base, params
+    if not compiled.check_params:
+        # No operator can raise a type error (equalities, $in, $exists, ...): the plain
+        # conjunction means the same, and the planner sees through it — it estimates the
+        # admitted rows from the column statistics and serves ``metadata @> ...`` from the
+        # GIN index, where the CASE below looks opaque (half the rows) and scans them all.
+        return sql.SQL("({b} AND {w})").format(b=base, w=compiled.match), [
+            *params, *compiled.match_params,
+        ]  # fmt: skip
     # As in SQLite: rows outside the base selection are never type-checked,
     # and every row inside it is checked before its match is decided, so
     # FilterTypeError does not depend on the plan.
