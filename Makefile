@@ -14,7 +14,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # Each phase prints its wall and CPU time (scripts/phase.py).
 PHASE := $(PYTHON) $(CURDIR)/scripts/phase.py
 
-.PHONY: demo test checks lint typecheck importlint docs unit unit-engine unit-others unit-parallel unit-serial dist check-dist bench bench-all bench-100k bench-1m bench-lexical clean
+.PHONY: demo test checks lint typecheck importlint docs unit unit-parallel unit-serial dist check-dist bench bench-all bench-100k bench-1m bench-lexical clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,15 +64,10 @@ WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n > 8 ? 8 : n ))
 XDIST := -n $(WORKERS) --dist loadscope
 PYTEST := $(CURDIR)/$(BIN)/python -m pytest
 
-unit-engine: $(STAMP)
+unit-parallel: $(STAMP)
 	$(PHASE) engine $(PYTEST) $(XDIST) -m 'not slow and not bench and not serial'
-
-# The notebooks and the distributions' suites (the adapters, the benchmarks).
-unit-others: $(STAMP)
 	cd notebooks && $(PHASE) notebooks $(PYTEST) --nbmake -q -p no:cacheprovider $(XDIST) .
 	for dist in $(DISTRIBUTIONS); do (cd $$dist && $(PHASE) $$dist $(PYTEST) $(XDIST)) || exit 1; done
-
-unit-parallel: unit-engine unit-others
 
 unit-serial: $(STAMP)
 	$(PHASE) engine-serial $(PYTEST) -m 'serial and not slow and not bench'
@@ -98,21 +93,16 @@ check-dist: $(STAMP)
 # in `make test`.
 checks: lint typecheck importlint docs check-dist
 
-# Two lanes at once, as neither times anything: the engine's suite on every core, and
-# beside it the checks, then the notebooks and the distributions' suites on one worker
-# (the checks mostly wait on one core or the disk, and the engine's workers leave part
-# of a core idle); the second lane's output after the first's. Then the serial tests
-# alone, on an otherwise idle machine.
+# The checks and the parallel suites at once (neither times anything, and the checks
+# mostly wait on one core or the disk), their output after the suites'; then the
+# serial tests alone, on an otherwise idle machine.
 test: $(STAMP)
 	@mkdir -p build
-	@( $(PHASE) checks $(MAKE) --no-print-directory checks; c=$$?; \
-	  $(MAKE) --no-print-directory unit-others WORKERS=1; o=$$?; \
-	  [ $$c -eq 0 ] && [ $$o -eq 0 ] ) > build/beside.log 2>&1 & beside=$$!; \
-	$(MAKE) --no-print-directory unit-engine; engine=$$?; \
-	wait $$beside; others=$$?; \
-	echo "--- the checks and the other suites (ran beside the engine's; build/beside.log) ---"; \
-	cat build/beside.log; \
-	[ $$engine -eq 0 ] && [ $$others -eq 0 ]
+	@$(PHASE) checks $(MAKE) --no-print-directory checks > build/checks.log 2>&1 & checks=$$!; \
+	$(MAKE) --no-print-directory unit-parallel; suites=$$?; \
+	wait $$checks; checked=$$?; \
+	echo "--- make checks (ran beside the suites; build/checks.log) ---"; cat build/checks.log; \
+	[ $$suites -eq 0 ] && [ $$checked -eq 0 ]
 	$(MAKE) --no-print-directory unit-serial
 
 # Benchmarks (docs/benchmarks.md): the bench/ distribution, installed editable by
