@@ -140,13 +140,13 @@ class VectorIndex:
         """The largest vec_key :meth:`add_uncommitted` put in the index (no save holds more
         than the snapshot it is taken from has committed)."""
         self._waiting = 0
+        """Searches waiting for ``_lock`` (:meth:`_locked`): a bulk add lets them in first."""
         self._add_seconds = 0.0
+        """Seconds per vector of the last chunk :meth:`add_uncommitted` added (0: none yet)."""
         self._fed_at = -FED_RECENT_SECONDS
         """When :meth:`add_uncommitted` last ran (see :meth:`sync_for_search`)."""
-        """Seconds per vector of the last chunk :meth:`add_uncommitted` added (0: none yet)."""
         self._searched_at = -SEARCHES_RECENT_SECONDS
         """When this process last searched the index (bulk adds go in chunks while searches run)."""
-        """Searches waiting for ``_lock`` (:meth:`_locked`): a bulk add lets them in first."""
         self._waiting_lock = threading.Lock()
         """Serialises this process's out-of-transaction saves (one file, one writer)."""
         self._retry_at = 0.0
@@ -218,9 +218,7 @@ class VectorIndex:
             if index is None or last == self._applied or first is None or first > self._applied + 1:
                 self.sync(conn)
                 return NO_TAIL
-            final: dict[int, int] = {}
-            for _, vec_key, added in vector_rows.changes_since(conn, self._applied, self.space):
-                final[vec_key] = added
+            final, _ = self._changes(conn, self._applied)
             if not all(final.values()):  # removals: the plain replay handles them
                 self.sync(conn)
                 return NO_TAIL
@@ -293,11 +291,7 @@ class VectorIndex:
 
     def _replay(self, conn: apsw.Connection, since: int) -> None:
         assert self._index is not None  # callers load the index first
-        final: dict[int, int] = {}
-        last = since
-        for seq, vec_key, added in vector_rows.changes_since(conn, since, self.space):
-            final[vec_key] = added
-            last = seq
+        final, last = self._changes(conn, since)
         removed = [k for k, added in final.items() if not added and k in self._index]
         for key in removed:
             self._index.remove(key)
@@ -312,6 +306,15 @@ class VectorIndex:
                 self._index.add(vec_keys.astype(np.uint64), vectors)
                 self.owners.learn(conn, vec_keys, keys)
         self._applied = max(last, vector_rows.last_seq(conn, self.space))
+
+    def _changes(self, conn: apsw.Connection, since: int) -> tuple[dict[int, int], int]:
+        """Each vec_key's last change after ``since`` (1: added, 0: removed), and the last seq."""
+        final: dict[int, int] = {}
+        last = since
+        for seq, vec_key, added in vector_rows.changes_since(conn, since, self.space):
+            final[vec_key] = added
+            last = seq
+        return final, last
 
     def search(
         self, query: npt.NDArray[np.float32], count: int, ef: int
