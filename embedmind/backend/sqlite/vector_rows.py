@@ -77,18 +77,7 @@ def add(
     space: Space = MEMORY,
 ) -> list[int]:
     """Store a memory's vectors (one per span) and log them; return their vec_keys."""
-    vec_keys = [
-        int(row[0])
-        for row in conn.executemany(
-            f"INSERT INTO {space.table} (key, start, end, data) VALUES (?, ?, ?, ?) "
-            "RETURNING vec_key",
-            [(key, s, e, b) for (s, e), b in zip(spans, blobs, strict=True)],
-        )
-    ]
-    conn.executemany(
-        f"INSERT INTO {space.log} (vec_key, added) VALUES (?, 1)", [(v,) for v in vec_keys]
-    )
-    return vec_keys
+    return add_many(conn, [(key, spans, blobs)], space)
 
 
 def add_many(
