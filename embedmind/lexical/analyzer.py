@@ -52,10 +52,21 @@ def _stemmer() -> Stemmer.Stemmer:
     return stemmer
 
 
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _words(folded: str) -> list[str]:
+    return [t for t in _WORD.findall(folded) if len(t) <= MAX_TOKEN_CHARS]
+
+
+def _content_words(folded: str) -> list[str]:
+    return [t for t in _words(folded) if t not in STOP_WORDS]
+
+
 def tokenize(text: str) -> list[str]:
     """Split text into normalised, case-folded word tokens (stop words kept)."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return [t for t in _WORD.findall(folded) if len(t) <= MAX_TOKEN_CHARS]
+    return _words(_fold(text))
 
 
 def analyze(text: str) -> list[str]:
@@ -65,7 +76,7 @@ def analyze(text: str) -> list[str]:
         >>> analyze("The cats were running, quickly!")
         ['cat', 'run', 'quick']
     """
-    words = [t for t in tokenize(text) if t not in STOP_WORDS]
+    words = _content_words(_fold(text))
     return list(_stemmer().stemWords(words)) if words else []
 
 
@@ -88,11 +99,10 @@ def analyze_many(texts: Sequence[str]) -> list[list[str]]:
     """
     if len(texts) < 2 or any(_SEPARATOR in text for text in texts):
         return [analyze(text) for text in texts]
-    folded = unicodedata.normalize("NFKC", _SEPARATOR.join(texts)).casefold()
     words: list[str] = []
     counts: list[int] = []
-    for part in folded.split(_SEPARATOR):
-        kept = [t for t in _WORD.findall(part) if len(t) <= MAX_TOKEN_CHARS and t not in STOP_WORDS]
+    for part in _fold(_SEPARATOR.join(texts)).split(_SEPARATOR):
+        kept = _content_words(part)
         words += kept
         counts.append(len(kept))
     stems = _stemmer().stemWords(words) if words else []
