@@ -246,13 +246,13 @@ def _hnsw(
     params: Sequence[Any],
     k: int,
     cap: int | None,
-    ef_search: int,
+    depth: int,
 ) -> tuple[list[Hit], bool]:
-    """Index search; ``complete`` is False when the index ran out before ``k`` memories."""
+    """Index search with ``hnsw.ef_search`` = ``depth``; ``complete``: ``k`` memories found."""
     conn.execute(
         "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
         "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)",
-        (str(ef_search), str(MAX_SCAN_TUPLES)),
+        (str(depth), str(MAX_SCAN_TUPLES)),
     )
     cast = sql.SQL("v.embedding::vector({})").format(sql.Literal(space.dimensions))
     query = sql.SQL(
