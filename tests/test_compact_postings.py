@@ -104,20 +104,28 @@ def test_a_short_document_posting_costs_a_few_bytes() -> None:
     assert len(blocks.encode(block)) <= 3 * 512 + 4
 
 
-@pytest.mark.parametrize(
-    "mutate",
-    [
-        lambda d: d[:-1],  # cut short
-        lambda d: d + b"\x00",  # a byte too many
-        lambda d: bytes([d[0] | 0x40]) + d[1:],  # an unknown format
-        lambda d: d[:1] + b"\xff" * 12,  # a first key that never ends
-        lambda d: b"",
-    ],
-)
+DAMAGES = [
+    lambda d: d[:-1],  # cut short
+    lambda d: d + b"\x00",  # a byte too many
+    lambda d: bytes([d[0] | 0x40]) + d[1:],  # an unknown format
+    lambda d: d[:1] + b"\xff" * 12,  # a first key that never ends
+    lambda d: b"",
+    # 8-byte gaps summing past the largest key
+    lambda d: bytes([0x03]) + b"\x01" + b"\xff" * 16 + b"\x01\x01\x01" + b"\x01\x01\x01",
+    # an 8-byte tf above 65535
+    lambda d: bytes([0x0C]) + b"\x01" + b"\x01\x01" + b"\xff" * 24 + b"\x01\x01\x01",
+]
+"""Ways a stored block of the three postings below can be damaged or forged."""
+
+
+@pytest.mark.parametrize("mutate", DAMAGES)
 def test_damaged_blocks_get_a_storage_error(mutate: Any) -> None:
-    block = blocks.make([5, 9, 400], [1, 2, 3], [10, 20, 300])
+    good = blocks.encode(blocks.make([1, 2], [1, 1], [3, 3]))
+    bad = mutate(blocks.encode(blocks.make([5, 9, 400], [1, 2, 3], [10, 20, 300])))
     with pytest.raises(StorageError):
-        blocks.decode(mutate(blocks.encode(block)), 3)
+        blocks.decode(bad, 3)
+    with pytest.raises(StorageError):  # among good blocks, decoded at once
+        blocks.decode_many([good, bad], [2, 3])
 
 
 @pytest.mark.parametrize("data", [b"\x80", b"\x81\x81", b"\xff" * 10 + b"\x01"])

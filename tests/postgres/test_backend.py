@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-import psycopg
 import pytest
+from backends import open_backend
 
 from embedmind.backend.postgres.backend import FACTORY, split_location
 from embedmind.backend.postgres.testing import ThrowawayServer, free_port
@@ -22,10 +22,7 @@ NOW = 10**15
 
 @pytest.fixture(scope="module")
 def backend(pg_server: ThrowawayServer, pg_dsn: str) -> Iterator:
-    dbname = psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]
-    b = FACTORY.open(OpenOptions(pg_server.url(str(dbname)) + "?schema=be"))
-    with b.write() as w:
-        w.meta.write_identity({"model_id": "test", "dims": str(DIMS), "metric": "cosine"})
+    b = open_backend(pg_server, pg_dsn, "be", DIMS)
     with b.read() as r:
         assert r.meta.identity()["dims"] == str(DIMS)
     yield b

@@ -12,14 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-import psycopg
 import pytest
+from backends import open_backend
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from embedmind.backend.postgres.backend import FACTORY
 from embedmind.backend.postgres.testing import ThrowawayServer
-from embedmind.backend.values import OpenOptions
 from embedmind.drafts import prepare
 from embedmind.model import Draft
 from embedmind.query.selection import Selection
@@ -30,10 +28,7 @@ NOW = 10**15
 
 @pytest.fixture(scope="module")
 def backend(pg_server: ThrowawayServer, pg_dsn: str) -> Iterator:
-    dbname = psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]
-    b = FACTORY.open(OpenOptions(pg_server.url(str(dbname)) + "?schema=bulk"))
-    with b.write() as w:
-        w.meta.write_identity({"model_id": "test", "dims": str(DIMS), "metric": "cosine"})
+    b = open_backend(pg_server, pg_dsn, "bulk", DIMS)
     yield b
     b.close()
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import bucketed_vectors
 import numpy as np
 import psycopg
 import pytest
 from psycopg import sql
 
-from embedmind.backend.postgres import schema
-from embedmind.backend.postgres.vector_channel import Space, vector_literal, vector_top
+from embedmind.backend.postgres.vector_channel import Space, vector_top
 
 N = 4_000
 DIMS = 32
@@ -43,37 +43,9 @@ def data() -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def conn(pg_dsn: str, data: dict[str, np.ndarray]) -> Iterator[psycopg.Connection]:
     with psycopg.connect(pg_dsn, autocommit=True) as c:
-        schema.migrate(c, "vec")
-        with c.transaction(), c.cursor() as cur:
-            with cur.copy(
-                "COPY memories (id, namespace, content, metadata, tier, level, created_at, "
-                "updated_at, valid_from, fingerprint) FROM STDIN"
-            ) as copy:
-                for i in range(N):
-                    copy.write_row(
-                        (
-                            f"m{i}",
-                            "ns",
-                            f"memory {i}",
-                            f'{{"bucket": {int(data["bucket"][i])}}}',
-                            "semantic",
-                            "explicit",
-                            i,
-                            i,
-                            i,
-                            f"f{i}",
-                        )
-                    )
-            with cur.copy('COPY memory_vectors (key, start, "end", embedding) FROM STDIN') as copy:
-                for i in range(N):
-                    copy.write_row((i + 1, 0, 1, vector_literal(data["vectors"][i])))
-                for j, i in enumerate(data["extra_keys"].tolist()):
-                    copy.write_row((i + 1, 1, 2, vector_literal(data["extra"][j])))
-        # The HNSW index after the load: a bulk build is ten times faster than inserts.
-        c.execute("SET maintenance_work_mem = '256MB'")
-        with c.transaction():
-            schema.record_dimensions(c, DIMS)
-        c.execute("ANALYZE")
+        bucketed_vectors.load(
+            c, "vec", data["vectors"], data["bucket"], (data["extra_keys"], data["extra"])
+        )
         yield c
 
 

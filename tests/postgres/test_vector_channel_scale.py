@@ -12,17 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import bucketed_vectors
 import numpy as np
 import psycopg
 import pytest
 from psycopg import sql
 
-from embedmind.backend.postgres import schema
 from embedmind.backend.postgres.vector_channel import (
     Space,
     ef_search,
     exact_bound,
-    vector_literal,
     vector_top,
 )
 
@@ -61,24 +60,7 @@ def data() -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def conn(pg_dsn: str, data: dict[str, np.ndarray]) -> Iterator[psycopg.Connection]:
     with psycopg.connect(pg_dsn, autocommit=True) as c:
-        schema.migrate(c, "scale")
-        with c.transaction(), c.cursor() as cur:
-            with cur.copy(
-                "COPY memories (id, namespace, content, metadata, tier, level, created_at, "
-                "updated_at, valid_from, fingerprint) FROM STDIN"
-            ) as copy:
-                for i in range(N):
-                    bucket = int(data["bucket"][i])
-                    metadata = f'{{"bucket": {bucket}}}'
-                    row = (f"m{i}", "ns", f"memory {i}", metadata, "semantic", "explicit")
-                    copy.write_row((*row, i, i, i, f"f{i}"))
-            with cur.copy('COPY memory_vectors (key, start, "end", embedding) FROM STDIN') as copy:
-                for i in range(N):
-                    copy.write_row((i + 1, 0, 1, vector_literal(data["vectors"][i])))
-        c.execute("SET maintenance_work_mem = '256MB'")
-        with c.transaction():
-            schema.record_dimensions(c, DIMS)  # the HNSW index, built over the loaded rows
-        c.execute("ANALYZE")
+        bucketed_vectors.load(c, "scale", data["vectors"], data["bucket"])
         yield c
 
 
