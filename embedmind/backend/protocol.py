@@ -33,6 +33,9 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from embedmind.backend.facets import (
     Aliases,
     AliasWrites,
@@ -87,6 +90,7 @@ __all__ = [
     "SessionWrites",
     "Sessions",
     "Space",
+    "VectorCache",
     "VectorHit",
     "WriteSession",
 ]
@@ -190,6 +194,41 @@ class WriteSession(ReadSession, Protocol):
 # -- the backend ---------------------------------------------------------------
 
 
+class VectorCache(Protocol):
+    """A per-process vector index beside the store, which the commit path keeps current.
+
+    A backend whose searches read such a cache (:attr:`Capabilities.vector_cache`)
+    hands it to the engine as :attr:`Backend.vector_cache`; the engine extends it
+    after each commit, and within a bulk load on a worker thread while the
+    transaction is still being written.
+    """
+
+    @property
+    def loaded(self) -> bool:
+        """Whether this process holds the index in memory."""
+        ...
+
+    def catch_up(self, *, save_after: int, extend: bool = True) -> None:
+        """Bring the index up to what has committed, and save its file once enough is unsaved.
+
+        Args:
+            save_after: Unsaved changes from which the index file is also written.
+            extend: Bring the in-memory index up to date even when no save is
+                due (``False``: leave that to the next search).
+        """
+        ...
+
+    def add_uncommitted(
+        self, vec_keys: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        """Add vectors an open write transaction holds (a bulk load's early extension)."""
+        ...
+
+    def discard(self) -> None:
+        """Drop the in-memory index: a transaction that fed :meth:`add_uncommitted` rolled back."""
+        ...
+
+
 class Backend(Protocol):
     """One open store."""
 
@@ -215,6 +254,11 @@ class Backend(Protocol):
 
     def configure_vectors(self, dims: int) -> None:
         """Prepare vector storage for ``dims`` (called once, after the embedder identity check)."""
+        ...
+
+    @property
+    def vector_cache(self) -> VectorCache | None:
+        """The memory vectors' per-process index (``None``: the store's own index answers)."""
         ...
 
     def read(self) -> AbstractContextManager[ReadSession]:

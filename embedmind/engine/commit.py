@@ -68,7 +68,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from embedmind.backend.protocol import Backend, Records, WriteSession
+from embedmind.backend.protocol import Backend, Records, VectorCache, WriteSession
 from embedmind.chunking import Chunker
 from embedmind.embedders.protocol import Embedder
 from embedmind.engine.fragments import fragment_on_write
@@ -278,8 +278,7 @@ class CommitPath:
             # add would first replay the load's last batch under the index
             # lock, and a search waited 1 s for it on a loaded machine.
             return None
-        db = self._parts.backend.database  # type: ignore[attr-defined]
-        return _EarlyIndex(pool, vectors, db)
+        return _EarlyIndex(pool, vectors)
 
     def _before_commit(self, tx: Transaction) -> list[Committed]:
         done = list(tx.records)
@@ -297,17 +296,16 @@ class CommitPath:
         notify_committed(self._parts.listener_store, [e for c in done for e in events_of(c)])
         self._derive_fragments([m for c in done for m in (*c.written, *c.redacted)])
 
-    def _vectors(self) -> Any:
+    def _vectors(self) -> VectorCache | None:
         """The backend's per-process vector index, if it keeps one (the SQLite backend)."""
-        return getattr(self._parts.backend, "vectors", None)
+        return self._parts.backend.vector_cache
 
     def _catch_up(self) -> None:
         """Step 6: extend (and, when due, save) the vector index after COMMIT."""
         vectors = self._vectors()
         if vectors is None:
             return
-        # The SQLite backend's database, which the cache reads and registers its file in.
-        save_after, db = self._parts.save_after(), self._parts.backend.database  # type: ignore[attr-defined]
+        save_after = self._parts.save_after()
         pool = getattr(self._bulk, "pool", None)
         # A few writes to a store whose index this process never loaded leave
         # the loading to the first search (it may be a million vectors).
@@ -320,12 +318,12 @@ class CommitPath:
             # to be serialised; the next search replays what is left.
             return
         if pool is None or not wanted:
-            _quietly(vectors.catch_up, db, save_after=save_after, extend=False)
+            _quietly(vectors.catch_up, save_after=save_after, extend=False)
             return
         pending = self._bulk.pending
         if pending is not None:
             pending.result()  # one in flight: the index never falls far behind
-        self._bulk.pending = pool.submit(_quietly, vectors.catch_up, db, save_after=save_after)
+        self._bulk.pending = pool.submit(_quietly, vectors.catch_up, save_after=save_after)
 
     def _evict(self, session: WriteSession, done: Sequence[Committed]) -> tuple[str, ...]:
         """Cap-cull: the oldest memories beyond the cap in each group a memory entered."""
@@ -372,10 +370,9 @@ class _EarlyIndex:
     will be handed out again), after any add still in flight.
     """
 
-    def __init__(self, pool: ThreadPoolExecutor, vectors: Any, db: Any) -> None:
+    def __init__(self, pool: ThreadPoolExecutor, vectors: VectorCache) -> None:
         self._pool = pool
         self._vectors = vectors
-        self._db = db
         self._pending: list[Future[None]] = []
 
     def __call__(self, vec_keys: Any, rows: Any) -> None:
@@ -386,7 +383,7 @@ class _EarlyIndex:
         # rows are invisible to it), then the uncommitted vectors on top. No
         # save here: registering one needs the writer lock this transaction
         # holds; the catch-up after COMMIT saves when due.
-        _quietly(self._vectors.catch_up, self._db, save_after=sys.maxsize)
+        _quietly(self._vectors.catch_up, save_after=sys.maxsize)
         _quietly(self._vectors.add_uncommitted, vec_keys, rows)
 
     def roll_back(self) -> None:

@@ -95,6 +95,9 @@ class PostgresBackend:
             if schema.dimensions(conn) is None:
                 schema.record_dimensions(conn, dims)
 
+    vector_cache: None = None
+    """No per-process vector index: the server's HNSW index serves searches."""
+
     def save_vector_cache(self, *, rebuild: bool = False) -> None:
         """No-op: the vector index lives in the server (no per-process cache)."""
 

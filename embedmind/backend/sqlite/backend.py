@@ -16,6 +16,9 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import numpy as np
+import numpy.typing as npt
+
 from embedmind.backend.sqlite import fileio, vector_rows
 from embedmind.backend.sqlite.connection import MEMORY_PATH
 from embedmind.backend.sqlite.database import Database, normalize_path
@@ -40,6 +43,36 @@ CAPABILITIES = Capabilities(
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
+class MemoryVectorCache:
+    """The memory vectors' HNSW index bound to its database, as the commit path keeps it current.
+
+    (:class:`~embedmind.backend.protocol.VectorCache`.)
+    """
+
+    def __init__(self, index: VectorIndex, database: Database) -> None:
+        self._index = index
+        self._database = database
+
+    @property
+    def loaded(self) -> bool:
+        """Whether this process holds the index in memory."""
+        return self._index.loaded
+
+    def catch_up(self, *, save_after: int, extend: bool = True) -> None:
+        """Extend the index with what committed; save it once ``save_after`` changes are unsaved."""
+        self._index.catch_up(self._database, save_after=save_after, extend=extend)
+
+    def add_uncommitted(
+        self, vec_keys: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        """Extend the graph with a bulk transaction's vectors before it commits."""
+        self._index.add_uncommitted(vec_keys, vectors)
+
+    def discard(self) -> None:
+        """Drop the in-memory index (the transaction that fed it rolled back)."""
+        self._index.discard()
+
+
 class SqliteBackend:
     """One open SQLite store (:class:`~embedmind.backend.protocol.Backend`)."""
 
@@ -50,11 +83,13 @@ class SqliteBackend:
         self.lexical = LexicalIndex()
         self.vectors: VectorIndex | None = None
         self.fragment_vectors: VectorIndex | None = None
+        self.vector_cache: MemoryVectorCache | None = None
         self.parts = Parts(self.lexical, None, None)
 
     def configure_vectors(self, dims: int) -> None:
         """Open the vector caches beside the file for ``dims``-dimensional vectors."""
         self.vectors = VectorIndex(self.database.sibling("-vectors"), dims)
+        self.vector_cache = MemoryVectorCache(self.vectors, self.database)
         # Beside the real file (symlinked names resolve to it).
         self.fragment_vectors = VectorIndex(
             self.database.sibling("-fragments"), dims, space=vector_rows.FRAGMENTS
