@@ -30,7 +30,9 @@ touched, instead of a fresh ``np.zeros`` of the key space per query.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -47,18 +49,22 @@ SMALL_QUERY = 32_768
 
 @dataclass(frozen=True)
 class TermList:
-    """One query term's postings, ready to score."""
+    """One query term's postings, ready to score.
+
+    ``tf`` and ``length`` may be stored narrower (the index caches them as
+    ``uint16`` and ``uint32``); they are read as float32, which holds them exactly.
+    """
 
     keys: I64
-    tf: F32
-    length: F32
+    tf: npt.NDArray[Any]
+    length: npt.NDArray[Any]
     idf: float
     bound: float
     block_starts: I64 | None = None
     """Where each block starts in ``keys`` (None: one block)."""
     block_bounds: npt.NDArray[np.float64] | None = None
     """Each block's score bound (None: ``bound``)."""
-    impacts: F64 | None = None
+    impacts: F32 | None = None
     """Every posting's score at ``impact_avgdl``, read-only (None: computed per query)."""
     impact_avgdl: float = 0.0
     """The average document length ``impacts`` were computed for."""
@@ -69,41 +75,96 @@ class TermList:
             return np.zeros(1, np.int64), np.asarray([self.bound])
         return self.block_starts, self.block_bounds
 
-    def scores(self, avgdl: float, select: I64 | None = None) -> npt.NDArray[np.float64]:
+    def scores(self, avgdl: float, select: I64 | None = None) -> F32:
         """BM25 contributions of all postings, or of the positions ``select``.
 
-        The precomputed :attr:`impacts` when they are for ``avgdl`` (the same
-        float32 arithmetic, done once), else computed here; read-only either way.
+        Computed in float32 (every path adds these same float32 values into a
+        float64 sum, which widens them exactly). The precomputed
+        :attr:`impacts` when they are for ``avgdl`` (the same arithmetic, done
+        once), else computed here; read-only either way.
         """
         if self.impacts is not None and avgdl == self.impact_avgdl:
             return self.impacts if select is None else self.impacts[select]
         tf = self.tf if select is None else self.tf[select]
         length = self.length if select is None else self.length[select]
+        tf = np.asarray(tf, dtype=np.float32)
+        length = np.asarray(length, dtype=np.float32)
         norm = np.float32(bm25.K1 * (1 - bm25.B)) + np.float32(bm25.K1 * bm25.B / avgdl) * length
         weight = np.float32(self.idf * (bm25.K1 + 1))
-        result: npt.NDArray[np.float64] = (weight * tf / (tf + norm)).astype(np.float64)
+        result: F32 = weight * tf / (tf + norm)
         return result
 
 
+_SLACK = 1.0 + 1e-9
+"""Bounds taken from the impacts themselves sit a hair above them: sums of
+bounds and sums of scores add in different orders, so may round differently."""
+
+
 def with_impacts(term: TermList, avgdl: float) -> TermList:
-    """``term`` with its :attr:`TermList.impacts` precomputed for ``avgdl``."""
+    """``term`` with its :attr:`TermList.impacts` precomputed for ``avgdl``, bounds made tight.
+
+    The bound of each block (and of the term) becomes its largest impact,
+    exactly what its best posting scores, instead of the bound from the
+    block's largest tf and shortest length (which rarely sit in one
+    document): tighter bounds let :func:`top` skip more. These bounds hold
+    for ``avgdl`` only, which is what every caller scores with.
+    """
     impacts = term.scores(avgdl)
     impacts.flags.writeable = False  # shared by every query that reads the cache
-    return replace(term, impacts=impacts, impact_avgdl=avgdl)
+    if not len(impacts):
+        return replace(term, impacts=impacts, impact_avgdl=avgdl)
+    if term.block_starts is None:
+        return replace(
+            term, impacts=impacts, impact_avgdl=avgdl, bound=float(impacts.max()) * _SLACK
+        )
+    bounds = np.maximum.reduceat(impacts, term.block_starts).astype(np.float64) * _SLACK
+    return replace(
+        term,
+        impacts=impacts,
+        impact_avgdl=avgdl,
+        bound=float(bounds.max()),
+        block_bounds=bounds,
+    )
 
 
-def exhaustive(lists: list[TermList], avgdl: float) -> tuple[I64, npt.NDArray[np.float64]]:
-    """Every document holding a query term, with its exact score.
+def canonical(lists: Sequence[TermList]) -> list[TermList]:
+    """``lists`` in the order every score sums them: largest bound first (stable).
 
-    Terms are summed in list order (so every caller gets the same float sums).
+    Float addition is not associative, so the exhaustive sum, the pruned
+    evaluation (which must take the terms in this order to prune) and every
+    lookup of a few documents' scores add the terms in this one order: a
+    document's score is then the same float whichever path computed it, and
+    ties break the same way.
     """
-    acc, keys = _Accumulator(lists), []
-    for term in lists:
+    return sorted(lists, key=lambda t: -t.bound)
+
+
+def exhaustive(lists: Sequence[TermList], avgdl: float) -> tuple[I64, npt.NDArray[np.float64]]:
+    """Every document holding a query term, with its exact score (:func:`canonical` order)."""
+    ordered = canonical(lists)
+    acc, keys = _Accumulator(ordered), []
+    for term in ordered:
         keys.append(acc.add(term, term.scores(avgdl)))
     found = np.concatenate(keys) if keys else np.empty(0, np.int64)
     scores = acc.values[found]
     acc.release(found)
     return found, scores
+
+
+def lookup(lists: Sequence[TermList], avgdl: float, keys: I64, partial: F64 | None = None) -> F64:
+    """The scores of ``keys`` by binary search: ``partial`` plus the terms of ``lists``.
+
+    With ``partial`` None (0 for every key) and every query term in ``lists``,
+    the same floats :func:`exhaustive` computes (0 where no term matches).
+    """
+    total = np.zeros(len(keys), dtype=np.float64) if partial is None else partial.copy()
+    for term in canonical(lists):
+        at = np.searchsorted(term.keys, keys)
+        inside = at < len(term.keys)
+        found = np.zeros(len(keys), dtype=bool)
+        found[inside] = term.keys[at[inside]] == keys[inside]
+        total[found] += term.scores(avgdl, at[found])
+    return total
 
 
 @dataclass
@@ -184,12 +245,14 @@ def _maxscore(
     tally: Tally | None,
 ) -> tuple[I64, npt.NDArray[np.float64], float]:
     """:func:`_pruned`'s evaluation; every key it adds to ``acc`` is appended to ``parts``."""
-    order = sorted(lists, key=lambda t: -t.bound)
+    order = canonical(lists)
     remaining = [*np.cumsum([t.bound for t in order][::-1])[::-1].tolist(), 0.0]
     theta = 0.0
     done = 0
     scored = skipped = 0
     for i, term in enumerate(order):
+        if theta > 0.0 and remaining[i] < theta:
+            break  # a document holding none of the terms scored so far stays below θ
         starts, bounds = term.blocks()
         live = bounds + remaining[i + 1] >= theta if theta > 0.0 else None
         if live is None or live.all():
@@ -204,8 +267,6 @@ def _maxscore(
         if done < len(order) and seen >= m:
             candidates = np.concatenate(parts)
             theta = float(np.partition(acc.values[candidates], seen - m)[seen - m])
-            if remaining[done] < theta:
-                break
     candidates = np.concatenate(parts) if parts else np.empty(0, np.int64)
     skipped += sum(len(term.blocks()[0]) for term in order[done:])  # looked up, not scored
     if tally is not None:
@@ -218,12 +279,7 @@ def _maxscore(
     for i in range(done, len(order)):
         keep = partial + remaining[i] >= theta
         candidates, partial = candidates[keep], partial[keep]
-        term = order[i]
-        at = np.searchsorted(term.keys, candidates)
-        inside = at < len(term.keys)
-        found = np.zeros(len(candidates), dtype=bool)
-        found[inside] = term.keys[at[inside]] == candidates[inside]
-        partial[found] += term.scores(avgdl, at[found])
+        partial = lookup([order[i]], avgdl, candidates, partial)
     return candidates, partial, theta
 
 
@@ -265,7 +321,7 @@ class _Accumulator:
     on: the next query allocates a new one.
     """
 
-    def __init__(self, lists: list[TermList]) -> None:
+    def __init__(self, lists: Sequence[TermList]) -> None:
         top = max((int(t.keys[-1]) for t in lists if len(t.keys)), default=-1) + 1
         buffer: F64 | None = getattr(_local, "buffer", None)
         _local.buffer = None
@@ -281,11 +337,11 @@ class _Accumulator:
         self.values[touched] = 0.0
         _local.buffer = self.values
 
-    def add(self, term: TermList, scores: npt.NDArray[np.float64]) -> I64:
+    def add(self, term: TermList, scores: F32) -> I64:
         """Add one term's scores; return the keys seen for the first time."""
         return self.add_at(term.keys, scores)
 
-    def add_at(self, keys: I64, scores: npt.NDArray[np.float64]) -> I64:
+    def add_at(self, keys: I64, scores: F32) -> I64:
         """Add ``scores`` at ``keys`` (unique); return the keys seen for the first time."""
         # One gather and one scatter: ``values[keys] += scores`` costs about
         # twice as much in numpy (it gathers again before it scatters).
