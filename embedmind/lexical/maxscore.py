@@ -143,8 +143,12 @@ def exhaustive(lists: Sequence[TermList], avgdl: float) -> tuple[I64, npt.NDArra
     """Every document holding a query term, with its exact score (:func:`canonical` order)."""
     ordered = canonical(lists)
     acc, keys = _Accumulator(ordered), []
-    for term in ordered:
-        keys.append(acc.add(term, term.scores(avgdl)))
+    for i, term in enumerate(ordered):
+        if i == 0:  # the buffer is clean: every key is new, and 0.0 + s is s
+            acc.values[term.keys] = term.scores(avgdl)
+            keys.append(term.keys)
+        else:
+            keys.append(acc.add(term, term.scores(avgdl)))
     found = np.concatenate(keys) if keys else np.empty(0, np.int64)
     scores = acc.values[found]
     acc.release(found)
@@ -184,6 +188,17 @@ class Tally:
             self.skipped += skipped
 
 
+PRUNE_SHARE = 0.25
+"""Largest share of a query's postings in its essential terms for which :func:`top` prunes.
+
+With numpy, pruning pays per call, not per posting: at 1M documents, the
+benchmark's questions (whose terms' bounds are alike) keep about half their
+postings essential, and scoring those plus the lookups took more CPU than
+scoring every posting (5.7 against 4.7 ms). A query with one rare term and
+common ones (most of its postings non-essential) is where pruning wins.
+"""
+
+
 def top(
     lists: list[TermList],
     avgdl: float,
@@ -191,6 +206,7 @@ def top(
     tally: Tally | None = None,
     *,
     small: int = SMALL_QUERY,
+    share: float = PRUNE_SHARE,
 ) -> tuple[I64, npt.NDArray[np.float64], float]:
     """The ``m`` best documents (ties at the cut kept), with exact scores, and the bound θ.
 
@@ -198,15 +214,36 @@ def top(
     holds every matching document); so does every result member whose score is
     below θ only as far as the result knows — trust the result down to θ.
     ``tally`` counts the blocks scored and skipped. Lists of at most ``small``
-    postings in all are scored exhaustively (every block scored).
+    postings in all are scored exhaustively (every block scored), and so are
+    those whose essential terms hold more than ``share`` of the postings
+    (:func:`_worth_pruning`).
     """
-    if sum(len(term.keys) for term in lists) <= small:
-        keys, scores = exhaustive(lists, avgdl)
-        if tally is not None:
-            tally.count(sum(len(term.blocks()[0]) for term in lists), 0)
-        return _best(keys, scores, m, 0.0)
-    keys, scores, theta = _pruned(lists, avgdl, m, tally)
-    return _best(keys, scores, m, theta)
+    if sum(len(term.keys) for term in lists) > small:
+        order = canonical(lists)
+        scores = [term.scores(avgdl) for term in order]
+        theta = _seed_theta(order, scores, m)
+        if _worth_pruning(order, theta, share):
+            keys, found, theta = _pruned(order, scores, theta, m, tally)
+            return _best(keys, found, m, theta)
+    keys, found = exhaustive(lists, avgdl)
+    if tally is not None:
+        tally.count(sum(len(term.blocks()[0]) for term in lists), 0)
+    return _best(keys, found, m, 0.0)
+
+
+def _worth_pruning(order: list[TermList], theta: float, share: float) -> bool:
+    """Whether the essential terms under ``theta`` hold at most ``share`` of the postings.
+
+    Essential: from the first term on, up to the one from which the bounds
+    of every later term together fall below θ (MaxScore's split, over the
+    whole key range; the ranges' own bounds can only prune more).
+    """
+    if theta <= 0.0:
+        return False
+    remaining = np.cumsum([t.bound for t in order][::-1])[::-1].tolist()
+    essential = next((i for i, left in enumerate(remaining) if left < theta), len(order))
+    total = sum(len(t.keys) for t in order)
+    return sum(len(t.keys) for t in order[:essential]) <= share * total
 
 
 def _best(
@@ -225,87 +262,145 @@ def _best(
     return keys[keep], scores[keep], max(theta, cut)
 
 
+CHUNK_POSTINGS = 8_192
+"""Postings (over all query terms) per key range that :func:`_pruned` evaluates at once."""
+MAX_CHUNKS = 64
+
+
 def _pruned(
-    lists: list[TermList], avgdl: float, m: int, tally: Tally | None
+    order: list[TermList], scores: list[F32], theta: float, m: int, tally: Tally | None
 ) -> tuple[I64, npt.NDArray[np.float64], float]:
-    """Block-max MaxScore: a superset of the ``m`` best, as :func:`top` describes."""
-    acc = _Accumulator(lists)
-    parts: list[I64] = []
-    found = _maxscore(acc, parts, lists, avgdl, m, tally)
-    acc.release(np.concatenate(parts) if parts else np.empty(0, np.int64))
-    return found
+    """Block-max MaxScore over key ranges: a superset of the ``m`` best, as :func:`top` says.
 
-
-def _maxscore(
-    acc: _Accumulator,
-    parts: list[I64],
-    lists: list[TermList],
-    avgdl: float,
-    m: int,
-    tally: Tally | None,
-) -> tuple[I64, npt.NDArray[np.float64], float]:
-    """:func:`_pruned`'s evaluation; every key it adds to ``acc`` is appended to ``parts``."""
-    order = canonical(lists)
-    remaining = [*np.cumsum([t.bound for t in order][::-1])[::-1].tolist(), 0.0]
-    theta = 0.0
-    done = 0
-    scored = skipped = 0
-    for i, term in enumerate(order):
-        if theta > 0.0 and remaining[i] < theta:
-            break  # a document holding none of the terms scored so far stays below θ
-        starts, bounds = term.blocks()
-        live = bounds + remaining[i + 1] >= theta if theta > 0.0 else None
-        if live is None or live.all():
-            parts.append(acc.add(term, term.scores(avgdl)))
-            scored += len(starts)
-        else:
-            parts.append(_add_blocks(acc, term, avgdl, starts, live, np.concatenate(parts)))
-            scored += int(live.sum())
-            skipped += int((~live).sum())
-        done = i + 1
-        seen = sum(len(p) for p in parts)
-        if done < len(order) and seen >= m:
-            candidates = np.concatenate(parts)
-            theta = float(np.partition(acc.values[candidates], seen - m)[seen - m])
-    candidates = np.concatenate(parts) if parts else np.empty(0, np.int64)
-    skipped += sum(len(term.blocks()[0]) for term in order[done:])  # looked up, not scored
+    Document-at-a-time in spirit, vectorised per range: the key space is cut
+    into ranges of about :data:`CHUNK_POSTINGS` postings, taken in key order.
+    In each range every term has a bound, the largest bound of its blocks
+    that overlap the range. With the terms in :func:`canonical` order, the
+    terms from the first one whose bound plus those of all later terms is
+    below θ on are non-essential there: a document holding only them cannot
+    reach θ, so they are never scored in full, only looked up (binary search)
+    for the documents the essential terms found, and only for those whose
+    partial score plus the bounds left can still reach θ. A range whose every
+    bound together stays below θ is skipped whole. Every document that
+    survives is scored completely (in canonical order, so exactly as
+    :func:`exhaustive` scores it), which is what θ, the m-th best of them,
+    is taken from: θ starts at ``theta`` (:func:`_seed_theta`) and only rises.
+    """
+    first = min(int(t.keys[0]) for t in order if len(t.keys))
+    last = max(int(t.keys[-1]) for t in order if len(t.keys)) + 1
+    total = sum(len(t.keys) for t in order)
+    chunks = int(min(MAX_CHUNKS, max(1, total // CHUNK_POSTINGS)))
+    edges = np.unique(np.linspace(first, last, chunks + 1).astype(np.int64))
+    chunks = len(edges) - 1
+    cuts = [np.searchsorted(t.keys, edges) for t in order]
+    bounds, spans = _range_bounds(order, cuts)
+    # remaining[i, c]: the most terms i.. can add to a document of range c.
+    remaining = np.vstack([np.cumsum(bounds[::-1], axis=0)[::-1], np.zeros((1, chunks))])
+    cut_at = [c.tolist() for c in cuts]
+    left = remaining.T.tolist()
+    touched = [np.zeros(len(t.blocks()[0]), dtype=bool) for t in order]
+    acc = _Accumulator(order)
+    kept_keys: list[I64] = []
+    kept_scores: list[F64] = []
+    held = 0
+    for c in range(chunks):
+        rest = left[c]
+        if theta > 0.0 and rest[0] < theta:
+            continue  # no document of this range can reach θ
+        essential = len(order)
+        if theta > 0.0:
+            essential = next(i for i in range(len(order) + 1) if rest[i] < theta)
+        fresh = []
+        for i in range(essential):
+            a, b = cut_at[i][c], cut_at[i][c + 1]
+            if a < b:
+                fresh.append(acc.add_at(order[i].keys[a:b], scores[i][a:b]))
+                lo, hi = spans[i][c]
+                touched[i][lo : hi + 1] = True
+        found = np.concatenate(fresh) if fresh else np.empty(0, np.int64)
+        partial = acc.values[found]
+        acc.values[found] = 0.0  # the buffer is clean again for the next range
+        for i in range(essential, len(order)):
+            keep = partial + rest[i] >= theta
+            found, partial = found[keep], partial[keep]
+            a, b = cut_at[i][c], cut_at[i][c + 1]
+            if a < b and len(found):
+                partial = _look_up(order[i].keys[a:b], scores[i][a:b], found, partial)
+        kept_keys.append(found)
+        kept_scores.append(partial)
+        held += len(found)
+        if held >= m:
+            # Only what can still be in the top m is carried to the next range.
+            kept = np.concatenate(kept_scores)
+            theta = max(theta, float(np.partition(kept, held - m)[held - m]))
+            keep = kept >= theta
+            kept_keys, kept_scores = [np.concatenate(kept_keys)[keep]], [kept[keep]]
+            held = len(kept_scores[0])
+    acc.release(np.empty(0, np.int64))
     if tally is not None:
-        tally.count(scored, skipped)
-    if done == len(order):
-        # Every term scored: complete (θ 0) unless a block was skipped, whose
-        # unseen documents score below the θ that skipped it.
-        return candidates, acc.values[candidates], theta if skipped else 0.0
-    partial = acc.values[candidates]
-    for i in range(done, len(order)):
-        keep = partial + remaining[i] >= theta
-        candidates, partial = candidates[keep], partial[keep]
-        partial = lookup([order[i]], avgdl, candidates, partial)
-    return candidates, partial, theta
+        scored = sum(int(t.sum()) for t in touched)
+        tally.count(scored, sum(len(t) for t in touched) - scored)
+    keys = np.concatenate(kept_keys) if kept_keys else np.empty(0, np.int64)
+    return keys, np.concatenate(kept_scores) if kept_scores else np.empty(0), theta
 
 
-def _add_blocks(
-    acc: _Accumulator,
-    term: TermList,
-    avgdl: float,
-    starts: I64,
-    live: npt.NDArray[np.bool_],
-    seen: I64,
-) -> I64:
-    """Score ``term``'s live blocks in full and look ``seen`` up in the others; return new keys."""
-    n = len(term.keys)
-    stops = np.append(starts[1:], n)
-    # Postings of the live blocks, without visiting the skipped ones.
-    sizes = (stops - starts)[live]
-    firsts = starts[live]
-    positions = np.repeat(firsts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
-    at = np.searchsorted(term.keys, seen)
-    inside = at < n
-    found = np.zeros(len(seen), dtype=bool)
-    found[inside] = term.keys[at[inside]] == seen[inside]
-    block_of = np.searchsorted(starts, at[found], side="right") - 1
-    looked = at[found][~live[block_of]]
-    select = np.concatenate([positions, looked])
-    return acc.add_at(term.keys[select], term.scores(avgdl, select))
+SEED = 2_048
+"""Documents of the first term whose whole scores :func:`_seed_theta` looks up."""
+
+
+def _seed_theta(order: list[TermList], scores: list[F32], m: int) -> float:
+    """A first θ: the m-th best whole score among the best documents of the first term.
+
+    The first term in :func:`canonical` order bounds highest (usually the
+    rarest); its :data:`SEED` highest-scoring documents, looked up in every
+    term, have exact scores, so the top m score at least their m-th best.
+    Without it the first key range would be scored in full to find θ.
+    These documents are scored again with their range (θ only prunes).
+    """
+    head = scores[0]
+    if len(head) < m:
+        return 0.0
+    pick = np.arange(len(head)) if len(head) <= SEED else np.argpartition(head, -SEED)[-SEED:]
+    keys = order[0].keys[pick]
+    total = np.zeros(len(keys), dtype=np.float64)
+    for term, contributions in zip(order, scores, strict=True):
+        total = _look_up(term.keys, contributions, keys, total)
+    return float(np.partition(total, len(total) - m)[len(total) - m])
+
+
+def _range_bounds(
+    order: list[TermList], cuts: list[I64]
+) -> tuple[F64, list[list[tuple[int, int]]]]:
+    """Each term's bound in each key range, and the blocks ``(first, last)`` it overlaps there.
+
+    ``cuts[i]`` are the positions in term ``i``'s keys where the ranges begin
+    (and the last one ends). A term with no posting in a range bounds it by 0.
+    """
+    chunks = len(cuts[0]) - 1
+    bounds = np.zeros((len(order), chunks), dtype=np.float64)
+    spans: list[list[tuple[int, int]]] = []
+    for i, term in enumerate(order):
+        starts, block_bounds = term.blocks()
+        a, b = cuts[i][:-1], cuts[i][1:]
+        lo = np.searchsorted(starts, a, side="right") - 1
+        hi = np.searchsorted(starts, np.maximum(b - 1, 0), side="right") - 1
+        # The largest block bound over blocks lo..hi: a running max of blocks
+        # lo..(next range's lo) from reduceat, and the block holding b - 1.
+        inner = np.maximum.reduceat(block_bounds, np.minimum(lo, len(block_bounds) - 1))
+        top = np.maximum(inner, block_bounds[hi])
+        bounds[i] = np.where(a < b, top, 0.0)
+        spans.append(list(zip(lo.tolist(), hi.tolist(), strict=True)))
+    return bounds, spans
+
+
+def _look_up(keys: I64, scores: F32, found: I64, partial: F64) -> F64:
+    """``partial`` plus the scores of ``found`` in one term's postings ``keys`` (0 where absent)."""
+    at = np.searchsorted(keys, found)
+    inside = at < len(keys)
+    hit = np.zeros(len(found), dtype=bool)
+    hit[inside] = keys[at[inside]] == found[inside]
+    partial[hit] += scores[at[hit]]
+    return partial
 
 
 _local = threading.local()
