@@ -205,7 +205,7 @@ def top(
     m: int,
     tally: Tally | None = None,
     *,
-    small: int = SMALL_QUERY,
+    small: int | None = None,
     share: float = PRUNE_SHARE,
 ) -> tuple[I64, npt.NDArray[np.float64], float]:
     """The ``m`` best documents (ties at the cut kept), with exact scores, and the bound θ.
@@ -214,11 +214,12 @@ def top(
     holds every matching document); so does every result member whose score is
     below θ only as far as the result knows — trust the result down to θ.
     ``tally`` counts the blocks scored and skipped. Lists of at most ``small``
+    (default :data:`SMALL_QUERY`, read at each call)
     postings in all are scored exhaustively (every block scored), and so are
     those whose essential terms hold more than ``share`` of the postings
     (:func:`_worth_pruning`).
     """
-    if sum(len(term.keys) for term in lists) > small:
+    if sum(len(term.keys) for term in lists) > (SMALL_QUERY if small is None else small):
         order = canonical(lists)
         scores = [term.scores(avgdl) for term in order]
         theta = _seed_theta(order, scores, m)
