@@ -345,7 +345,7 @@ def _pruned(
     return keys, np.concatenate(kept_scores) if kept_scores else np.empty(0), theta
 
 
-SEED = 2_048
+SEED = 256
 """Documents of the first term whose whole scores :func:`_seed_theta` looks up."""
 
 
