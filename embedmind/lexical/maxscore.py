@@ -1,30 +1,29 @@
-"""Exhaustive and MaxScore-pruned BM25 evaluation over in-memory posting lists.
+"""Exhaustive and block-max MaxScore BM25 evaluation over in-memory posting lists.
+
+Every path adds a document's term scores in one order (:func:`canonical`),
+so a score is the same float whether it was summed exhaustively, by the
+pruned evaluation or looked up for a few documents, and ties break alike.
 
 MaxScore (Turtle & Flood, "Query evaluation: strategies and optimizations",
-1995), term-at-a-time: terms are scored fully in decreasing order of their
-score bound until the bounds of the terms left cannot lift any unseen
-document past the current m-th best partial score (θ). Those left-over terms
-are then only looked up (binary search) for the surviving candidates, so the
-long lists of common words are never scored in full. Every document that can
-reach the top m keeps its exact score.
+1995) with block-max bounds (Ding & Suel, "Faster top-k document retrieval
+using block-max indexes", 2011), evaluated one key range at a time
+(:func:`_pruned`): with θ the m-th best whole score found so far, the terms
+whose bounds together stay below θ are non-essential in a range and only
+looked up for the documents the other terms found there; a range whose
+bounds all together stay below θ is skipped whole. θ is seeded from the
+first term's best documents (:func:`_seed_theta`), and is always an exact
+score, never a partial one.
 
-Block-max (Ding & Suel, "Faster top-k document retrieval using block-max
-indexes", 2011), term-at-a-time: each term's postings come in blocks with
-their own score bound. Once θ is known, a block of a term still scored in
-full whose bound plus the bounds of every later term stays below θ cannot
-bring a new document into the top m, so it is not scored: only the documents
-already seen are looked up in it. θ only rises and partial scores only
-under-estimate, so a document skipped this way scores below θ, which the
-result already says it does not vouch for.
-
-A query whose lists hold few postings (:data:`SMALL_QUERY`) is scored
-exhaustively instead: below that size numpy's cost per call, not the
-postings, is what a query pays, and pruning only adds calls. Either way
-the result is cut to the ``m`` best (ties at the cut kept), so the caller
-walks a few dozen candidates, not thousands. Scores come from the index's
-precomputed impacts (:attr:`TermList.impacts`) when it has them, and the
-per-key sums live in a buffer each thread reuses, zeroed where it was
-touched, instead of a fresh ``np.zeros`` of the key space per query.
+With numpy the pruned path pays per call, so :func:`top` takes it only when
+it can skip most postings: a query of at most :data:`SMALL_QUERY` postings,
+or one whose essential terms hold more than :data:`PRUNE_SHARE` of them
+(at 1M documents, the benchmark's questions: their terms' bounds are
+alike), is scored exhaustively. Either way the result is cut to the ``m``
+best (ties at the cut kept), so the caller walks a few dozen candidates, not
+thousands. Scores come from the index's precomputed float32 impacts
+(:attr:`TermList.impacts`) when it has them, and the per-key sums live in a
+float64 buffer each thread reuses, zeroed where it was touched, instead of a
+fresh ``np.zeros`` of the key space per query.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 Writes go through :meth:`LexicalIndex.add` and :meth:`LexicalIndex.remove`
 inside the caller's write transaction, so postings always agree with the
-records. Reads score every posting of the query terms exhaustively (so a
-filter can never make the channel under-return) from a per-process cache of
-decoded blocks that is revalidated against the block versions on each query.
+records. Reads score the query terms' postings (:mod:`embedmind.lexical.maxscore`)
+from a per-process cache of each term's decoded list, bounded by bytes
+(:data:`CACHE_BYTES`), revalidated against the term's version on each query
+and refreshed by reading only the blocks whose versions changed.
 The store's alias table (:mod:`embedmind.lexical.aliases`) shapes both sides:
 documents carry the expansions of the keys they hold, and a query's terms
 gain the expansions of the keys it holds, at a reduced weight.
