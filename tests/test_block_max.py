@@ -49,10 +49,10 @@ def term_lists(draw: st.DrawFn) -> list[TermList]:
 def test_every_document_at_or_above_theta_keeps_its_exact_score(
     lists: list[TermList], m: int, small: int
 ) -> None:
-    # small=0 prunes every query; the default scores these small lists exhaustively.
+    # small=0 with share=1 prunes every query with a θ; the default scores these exhaustively.
     all_keys, all_scores = maxscore.exhaustive(lists, AVGDL)
     exact = dict(zip(all_keys.tolist(), all_scores.tolist(), strict=True))
-    keys, scores, theta = maxscore.top(lists, AVGDL, m, small=small)
+    keys, scores, theta = maxscore.top(lists, AVGDL, m, small=small, share=1.0)
     got = dict(zip(keys.tolist(), scores.tolist(), strict=True))
     for key, score in exact.items():
         if score >= theta:
@@ -87,7 +87,7 @@ def test_a_skipped_block_of_the_last_term_keeps_theta() -> None:
     # Found by hypothesis: every term was scored, but key 3's block of the last
     # one was skipped; returning θ = 0 ("complete") would vouch for its absence.
     lists = [_term([1, 2, 3], [1, 2, 1], [1, 1, 1], 3.5, 1), _term([1, 2], [1, 2], [1, 1], 4.0, 1)]
-    keys, scores, theta = maxscore.top(lists, AVGDL, 2, small=0)
+    keys, scores, theta = maxscore.top(lists, AVGDL, 2, small=0, share=1.0)
     exact = dict(zip(*(a.tolist() for a in maxscore.exhaustive(lists, AVGDL)), strict=True))
     assert 3 in keys or exact[3] < theta
 
@@ -99,7 +99,7 @@ def test_the_result_is_cut_to_the_m_best_and_their_ties(
 ) -> None:
     # The channel walks what top returns: thousands of partial candidates
     # would cost it a sort and a visibility check each.
-    keys, scores, theta = maxscore.top(lists, AVGDL, m, small=small)
+    keys, scores, theta = maxscore.top(lists, AVGDL, m, small=small, share=1.0)
     if len(keys) > m:
         cut = np.sort(scores)[::-1][m - 1]
         assert (scores >= cut).all() and theta >= cut
@@ -125,6 +125,6 @@ def test_the_reused_accumulator_starts_clean_for_every_query() -> None:
     keys, scores = maxscore.exhaustive(second, AVGDL)
     alone = second[0].scores(AVGDL)
     assert keys.tolist() == [2, 3, 4] and scores.tolist() == alone.tolist()
-    maxscore.top(first, AVGDL, 1, small=0)
-    keys, scores, _ = maxscore.top(second, AVGDL, 3, small=0)
+    maxscore.top(first, AVGDL, 1, small=0, share=1.0)
+    keys, scores, _ = maxscore.top(second, AVGDL, 3, small=0, share=1.0)
     assert sorted(scores.tolist()) == sorted(alone.tolist())

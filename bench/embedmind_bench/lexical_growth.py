@@ -8,12 +8,14 @@ benchmark corpus: building a million-document store takes half an hour on
 the same documents here. Every query is asked of all four engines in turn
 (the order rotating), one warm-up pass, then ``--rounds`` timed passes.
 Prints p50/p95, embedmind over tantivy at each size, the growth of each
-from the small size to the large one, and the blocks scored and skipped.
+from the small size to the large one, the blocks scored and skipped, the
+postings each store's process cache holds and the peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import tempfile
 import time
 from collections.abc import Callable
@@ -84,9 +86,12 @@ def main(argv: list[str] | None = None) -> None:
         tally = store._lexical.tally  # the engine's own counter, for this report only
         print(
             f"{n:,}: blocks per query {tally.scored / tally.queries:.1f} scored, "
-            f"{tally.skipped / tally.queries:.1f} skipped ({tally.queries} queries)"
+            f"{tally.skipped / tally.queries:.1f} skipped ({tally.queries} queries); "
+            f"postings cached {store._lexical.cached_bytes() / 2**20:.1f} MiB"
         )
         store.close()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS {peak:.0f} MB (both stores, the tantivy indexes and the corpus)")
 
 
 if __name__ == "__main__":

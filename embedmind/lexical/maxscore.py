@@ -1,36 +1,37 @@
-"""Exhaustive and MaxScore-pruned BM25 evaluation over in-memory posting lists.
+"""Exhaustive and block-max MaxScore BM25 evaluation over in-memory posting lists.
+
+Every path adds a document's term scores in one order (:func:`canonical`),
+so a score is the same float whether it was summed exhaustively, by the
+pruned evaluation or looked up for a few documents, and ties break alike.
 
 MaxScore (Turtle & Flood, "Query evaluation: strategies and optimizations",
-1995), term-at-a-time: terms are scored fully in decreasing order of their
-score bound until the bounds of the terms left cannot lift any unseen
-document past the current m-th best partial score (θ). Those left-over terms
-are then only looked up (binary search) for the surviving candidates, so the
-long lists of common words are never scored in full. Every document that can
-reach the top m keeps its exact score.
+1995) with block-max bounds (Ding & Suel, "Faster top-k document retrieval
+using block-max indexes", 2011), evaluated one key range at a time
+(:func:`_pruned`): with θ the m-th best whole score found so far, the terms
+whose bounds together stay below θ are non-essential in a range and only
+looked up for the documents the other terms found there; a range whose
+bounds all together stay below θ is skipped whole. θ is seeded from the
+first term's best documents (:func:`_seed_theta`), and is always an exact
+score, never a partial one.
 
-Block-max (Ding & Suel, "Faster top-k document retrieval using block-max
-indexes", 2011), term-at-a-time: each term's postings come in blocks with
-their own score bound. Once θ is known, a block of a term still scored in
-full whose bound plus the bounds of every later term stays below θ cannot
-bring a new document into the top m, so it is not scored: only the documents
-already seen are looked up in it. θ only rises and partial scores only
-under-estimate, so a document skipped this way scores below θ, which the
-result already says it does not vouch for.
-
-A query whose lists hold few postings (:data:`SMALL_QUERY`) is scored
-exhaustively instead: below that size numpy's cost per call, not the
-postings, is what a query pays, and pruning only adds calls. Either way
-the result is cut to the ``m`` best (ties at the cut kept), so the caller
-walks a few dozen candidates, not thousands. Scores come from the index's
-precomputed impacts (:attr:`TermList.impacts`) when it has them, and the
-per-key sums live in a buffer each thread reuses, zeroed where it was
-touched, instead of a fresh ``np.zeros`` of the key space per query.
+With numpy the pruned path pays per call, so :func:`top` takes it only when
+it can skip most postings: a query of at most :data:`SMALL_QUERY` postings,
+or one whose essential terms hold more than :data:`PRUNE_SHARE` of them
+(at 1M documents, the benchmark's questions: their terms' bounds are
+alike), is scored exhaustively. Either way the result is cut to the ``m``
+best (ties at the cut kept), so the caller walks a few dozen candidates, not
+thousands. Scores come from the index's precomputed float32 impacts
+(:attr:`TermList.impacts`) when it has them, and the per-key sums live in a
+float64 buffer each thread reuses, zeroed where it was touched, instead of a
+fresh ``np.zeros`` of the key space per query.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -47,18 +48,22 @@ SMALL_QUERY = 32_768
 
 @dataclass(frozen=True)
 class TermList:
-    """One query term's postings, ready to score."""
+    """One query term's postings, ready to score.
+
+    ``tf`` and ``length`` may be stored narrower (the index caches them as
+    ``uint16`` and ``uint32``); they are read as float32, which holds them exactly.
+    """
 
     keys: I64
-    tf: F32
-    length: F32
+    tf: npt.NDArray[Any]
+    length: npt.NDArray[Any]
     idf: float
     bound: float
     block_starts: I64 | None = None
     """Where each block starts in ``keys`` (None: one block)."""
     block_bounds: npt.NDArray[np.float64] | None = None
     """Each block's score bound (None: ``bound``)."""
-    impacts: F64 | None = None
+    impacts: F32 | None = None
     """Every posting's score at ``impact_avgdl``, read-only (None: computed per query)."""
     impact_avgdl: float = 0.0
     """The average document length ``impacts`` were computed for."""
@@ -69,41 +74,100 @@ class TermList:
             return np.zeros(1, np.int64), np.asarray([self.bound])
         return self.block_starts, self.block_bounds
 
-    def scores(self, avgdl: float, select: I64 | None = None) -> npt.NDArray[np.float64]:
+    def scores(self, avgdl: float, select: I64 | None = None) -> F32:
         """BM25 contributions of all postings, or of the positions ``select``.
 
-        The precomputed :attr:`impacts` when they are for ``avgdl`` (the same
-        float32 arithmetic, done once), else computed here; read-only either way.
+        Computed in float32 (every path adds these same float32 values into a
+        float64 sum, which widens them exactly). The precomputed
+        :attr:`impacts` when they are for ``avgdl`` (the same arithmetic, done
+        once), else computed here; read-only either way.
         """
         if self.impacts is not None and avgdl == self.impact_avgdl:
             return self.impacts if select is None else self.impacts[select]
         tf = self.tf if select is None else self.tf[select]
         length = self.length if select is None else self.length[select]
+        tf = np.asarray(tf, dtype=np.float32)
+        length = np.asarray(length, dtype=np.float32)
         norm = np.float32(bm25.K1 * (1 - bm25.B)) + np.float32(bm25.K1 * bm25.B / avgdl) * length
         weight = np.float32(self.idf * (bm25.K1 + 1))
-        result: npt.NDArray[np.float64] = (weight * tf / (tf + norm)).astype(np.float64)
+        result: F32 = weight * tf / (tf + norm)
         return result
 
 
+_SLACK = 1.0 + 1e-9
+"""Bounds taken from the impacts themselves sit a hair above them: sums of
+bounds and sums of scores add in different orders, so may round differently."""
+
+
 def with_impacts(term: TermList, avgdl: float) -> TermList:
-    """``term`` with its :attr:`TermList.impacts` precomputed for ``avgdl``."""
+    """``term`` with its :attr:`TermList.impacts` precomputed for ``avgdl``, bounds made tight.
+
+    The bound of each block (and of the term) becomes its largest impact,
+    exactly what its best posting scores, instead of the bound from the
+    block's largest tf and shortest length (which rarely sit in one
+    document): tighter bounds let :func:`top` skip more. These bounds hold
+    for ``avgdl`` only, which is what every caller scores with.
+    """
     impacts = term.scores(avgdl)
     impacts.flags.writeable = False  # shared by every query that reads the cache
-    return replace(term, impacts=impacts, impact_avgdl=avgdl)
+    if not len(impacts):
+        return replace(term, impacts=impacts, impact_avgdl=avgdl)
+    if term.block_starts is None:
+        return replace(
+            term, impacts=impacts, impact_avgdl=avgdl, bound=float(impacts.max()) * _SLACK
+        )
+    bounds = np.maximum.reduceat(impacts, term.block_starts).astype(np.float64) * _SLACK
+    return replace(
+        term,
+        impacts=impacts,
+        impact_avgdl=avgdl,
+        bound=float(bounds.max()),
+        block_bounds=bounds,
+    )
 
 
-def exhaustive(lists: list[TermList], avgdl: float) -> tuple[I64, npt.NDArray[np.float64]]:
-    """Every document holding a query term, with its exact score.
+def canonical(lists: Sequence[TermList]) -> list[TermList]:
+    """``lists`` in the order every score sums them: largest bound first (stable).
 
-    Terms are summed in list order (so every caller gets the same float sums).
+    Float addition is not associative, so the exhaustive sum, the pruned
+    evaluation (which must take the terms in this order to prune) and every
+    lookup of a few documents' scores add the terms in this one order: a
+    document's score is then the same float whichever path computed it, and
+    ties break the same way.
     """
-    acc, keys = _Accumulator(lists), []
-    for term in lists:
-        keys.append(acc.add(term, term.scores(avgdl)))
+    return sorted(lists, key=lambda t: -t.bound)
+
+
+def exhaustive(lists: Sequence[TermList], avgdl: float) -> tuple[I64, npt.NDArray[np.float64]]:
+    """Every document holding a query term, with its exact score (:func:`canonical` order)."""
+    ordered = canonical(lists)
+    acc, keys = _Accumulator(ordered), []
+    for i, term in enumerate(ordered):
+        if i == 0:  # the buffer is clean: every key is new, and 0.0 + s is s
+            acc.values[term.keys] = term.scores(avgdl)
+            keys.append(term.keys)
+        else:
+            keys.append(acc.add(term, term.scores(avgdl)))
     found = np.concatenate(keys) if keys else np.empty(0, np.int64)
     scores = acc.values[found]
     acc.release(found)
     return found, scores
+
+
+def lookup(lists: Sequence[TermList], avgdl: float, keys: I64, partial: F64 | None = None) -> F64:
+    """The scores of ``keys`` by binary search: ``partial`` plus the terms of ``lists``.
+
+    With ``partial`` None (0 for every key) and every query term in ``lists``,
+    the same floats :func:`exhaustive` computes (0 where no term matches).
+    """
+    total = np.zeros(len(keys), dtype=np.float64) if partial is None else partial.copy()
+    for term in canonical(lists):
+        at = np.searchsorted(term.keys, keys)
+        inside = at < len(term.keys)
+        found = np.zeros(len(keys), dtype=bool)
+        found[inside] = term.keys[at[inside]] == keys[inside]
+        total[found] += term.scores(avgdl, at[found])
+    return total
 
 
 @dataclass
@@ -123,13 +187,25 @@ class Tally:
             self.skipped += skipped
 
 
+PRUNE_SHARE = 0.25
+"""Largest share of a query's postings in its essential terms for which :func:`top` prunes.
+
+With numpy, pruning pays per call, not per posting: at 1M documents, the
+benchmark's questions (whose terms' bounds are alike) keep about half their
+postings essential, and scoring those plus the lookups took more CPU than
+scoring every posting (5.7 against 4.7 ms). A query with one rare term and
+common ones (most of its postings non-essential) is where pruning wins.
+"""
+
+
 def top(
     lists: list[TermList],
     avgdl: float,
     m: int,
     tally: Tally | None = None,
     *,
-    small: int = SMALL_QUERY,
+    small: int | None = None,
+    share: float = PRUNE_SHARE,
 ) -> tuple[I64, npt.NDArray[np.float64], float]:
     """The ``m`` best documents (ties at the cut kept), with exact scores, and the bound θ.
 
@@ -137,15 +213,37 @@ def top(
     holds every matching document); so does every result member whose score is
     below θ only as far as the result knows — trust the result down to θ.
     ``tally`` counts the blocks scored and skipped. Lists of at most ``small``
-    postings in all are scored exhaustively (every block scored).
+    (default :data:`SMALL_QUERY`, read at each call)
+    postings in all are scored exhaustively (every block scored), and so are
+    those whose essential terms hold more than ``share`` of the postings
+    (:func:`_worth_pruning`).
     """
-    if sum(len(term.keys) for term in lists) <= small:
-        keys, scores = exhaustive(lists, avgdl)
-        if tally is not None:
-            tally.count(sum(len(term.blocks()[0]) for term in lists), 0)
-        return _best(keys, scores, m, 0.0)
-    keys, scores, theta = _pruned(lists, avgdl, m, tally)
-    return _best(keys, scores, m, theta)
+    if sum(len(term.keys) for term in lists) > (SMALL_QUERY if small is None else small):
+        order = canonical(lists)
+        scores = [term.scores(avgdl) for term in order]
+        theta = _seed_theta(order, scores, m)
+        if _worth_pruning(order, theta, share):
+            keys, found, theta = _pruned(order, scores, theta, m, tally)
+            return _best(keys, found, m, theta)
+    keys, found = exhaustive(lists, avgdl)
+    if tally is not None:
+        tally.count(sum(len(term.blocks()[0]) for term in lists), 0)
+    return _best(keys, found, m, 0.0)
+
+
+def _worth_pruning(order: list[TermList], theta: float, share: float) -> bool:
+    """Whether the essential terms under ``theta`` hold at most ``share`` of the postings.
+
+    Essential: from the first term on, up to the one from which the bounds
+    of every later term together fall below θ (MaxScore's split, over the
+    whole key range; the ranges' own bounds can only prune more).
+    """
+    if theta <= 0.0:
+        return False
+    remaining = np.cumsum([t.bound for t in order][::-1])[::-1].tolist()
+    essential = next((i for i, left in enumerate(remaining) if left < theta), len(order))
+    total = sum(len(t.keys) for t in order)
+    return sum(len(t.keys) for t in order[:essential]) <= share * total
 
 
 def _best(
@@ -164,92 +262,145 @@ def _best(
     return keys[keep], scores[keep], max(theta, cut)
 
 
+CHUNK_POSTINGS = 8_192
+"""Postings (over all query terms) per key range that :func:`_pruned` evaluates at once."""
+MAX_CHUNKS = 64
+
+
 def _pruned(
-    lists: list[TermList], avgdl: float, m: int, tally: Tally | None
+    order: list[TermList], scores: list[F32], theta: float, m: int, tally: Tally | None
 ) -> tuple[I64, npt.NDArray[np.float64], float]:
-    """Block-max MaxScore: a superset of the ``m`` best, as :func:`top` describes."""
-    acc = _Accumulator(lists)
-    parts: list[I64] = []
-    found = _maxscore(acc, parts, lists, avgdl, m, tally)
-    acc.release(np.concatenate(parts) if parts else np.empty(0, np.int64))
-    return found
+    """Block-max MaxScore over key ranges: a superset of the ``m`` best, as :func:`top` says.
 
-
-def _maxscore(
-    acc: _Accumulator,
-    parts: list[I64],
-    lists: list[TermList],
-    avgdl: float,
-    m: int,
-    tally: Tally | None,
-) -> tuple[I64, npt.NDArray[np.float64], float]:
-    """:func:`_pruned`'s evaluation; every key it adds to ``acc`` is appended to ``parts``."""
-    order = sorted(lists, key=lambda t: -t.bound)
-    remaining = [*np.cumsum([t.bound for t in order][::-1])[::-1].tolist(), 0.0]
-    theta = 0.0
-    done = 0
-    scored = skipped = 0
-    for i, term in enumerate(order):
-        starts, bounds = term.blocks()
-        live = bounds + remaining[i + 1] >= theta if theta > 0.0 else None
-        if live is None or live.all():
-            parts.append(acc.add(term, term.scores(avgdl)))
-            scored += len(starts)
-        else:
-            parts.append(_add_blocks(acc, term, avgdl, starts, live, np.concatenate(parts)))
-            scored += int(live.sum())
-            skipped += int((~live).sum())
-        done = i + 1
-        seen = sum(len(p) for p in parts)
-        if done < len(order) and seen >= m:
-            candidates = np.concatenate(parts)
-            theta = float(np.partition(acc.values[candidates], seen - m)[seen - m])
-            if remaining[done] < theta:
-                break
-    candidates = np.concatenate(parts) if parts else np.empty(0, np.int64)
-    skipped += sum(len(term.blocks()[0]) for term in order[done:])  # looked up, not scored
+    Document-at-a-time in spirit, vectorised per range: the key space is cut
+    into ranges of about :data:`CHUNK_POSTINGS` postings, taken in key order.
+    In each range every term has a bound, the largest bound of its blocks
+    that overlap the range. With the terms in :func:`canonical` order, the
+    terms from the first one whose bound plus those of all later terms is
+    below θ on are non-essential there: a document holding only them cannot
+    reach θ, so they are never scored in full, only looked up (binary search)
+    for the documents the essential terms found, and only for those whose
+    partial score plus the bounds left can still reach θ. A range whose every
+    bound together stays below θ is skipped whole. Every document that
+    survives is scored completely (in canonical order, so exactly as
+    :func:`exhaustive` scores it), which is what θ, the m-th best of them,
+    is taken from: θ starts at ``theta`` (:func:`_seed_theta`) and only rises.
+    """
+    first = min(int(t.keys[0]) for t in order if len(t.keys))
+    last = max(int(t.keys[-1]) for t in order if len(t.keys)) + 1
+    total = sum(len(t.keys) for t in order)
+    chunks = int(min(MAX_CHUNKS, max(1, total // CHUNK_POSTINGS)))
+    edges = np.unique(np.linspace(first, last, chunks + 1).astype(np.int64))
+    chunks = len(edges) - 1
+    cuts = [np.searchsorted(t.keys, edges) for t in order]
+    bounds, spans = _range_bounds(order, cuts)
+    # remaining[i, c]: the most terms i.. can add to a document of range c.
+    remaining = np.vstack([np.cumsum(bounds[::-1], axis=0)[::-1], np.zeros((1, chunks))])
+    cut_at = [c.tolist() for c in cuts]
+    left = remaining.T.tolist()
+    touched = [np.zeros(len(t.blocks()[0]), dtype=bool) for t in order]
+    acc = _Accumulator(order)
+    kept_keys: list[I64] = []
+    kept_scores: list[F64] = []
+    held = 0
+    for c in range(chunks):
+        rest = left[c]
+        if theta > 0.0 and rest[0] < theta:
+            continue  # no document of this range can reach θ
+        essential = len(order)
+        if theta > 0.0:
+            essential = next(i for i in range(len(order) + 1) if rest[i] < theta)
+        fresh = []
+        for i in range(essential):
+            a, b = cut_at[i][c], cut_at[i][c + 1]
+            if a < b:
+                fresh.append(acc.add_at(order[i].keys[a:b], scores[i][a:b]))
+                lo, hi = spans[i][c]
+                touched[i][lo : hi + 1] = True
+        found = np.concatenate(fresh) if fresh else np.empty(0, np.int64)
+        partial = acc.values[found]
+        acc.values[found] = 0.0  # the buffer is clean again for the next range
+        for i in range(essential, len(order)):
+            keep = partial + rest[i] >= theta
+            found, partial = found[keep], partial[keep]
+            a, b = cut_at[i][c], cut_at[i][c + 1]
+            if a < b and len(found):
+                partial = _look_up(order[i].keys[a:b], scores[i][a:b], found, partial)
+        kept_keys.append(found)
+        kept_scores.append(partial)
+        held += len(found)
+        if held >= m:
+            # Only what can still be in the top m is carried to the next range.
+            kept = np.concatenate(kept_scores)
+            theta = max(theta, float(np.partition(kept, held - m)[held - m]))
+            keep = kept >= theta
+            kept_keys, kept_scores = [np.concatenate(kept_keys)[keep]], [kept[keep]]
+            held = len(kept_scores[0])
+    acc.release(np.empty(0, np.int64))
     if tally is not None:
-        tally.count(scored, skipped)
-    if done == len(order):
-        # Every term scored: complete (θ 0) unless a block was skipped, whose
-        # unseen documents score below the θ that skipped it.
-        return candidates, acc.values[candidates], theta if skipped else 0.0
-    partial = acc.values[candidates]
-    for i in range(done, len(order)):
-        keep = partial + remaining[i] >= theta
-        candidates, partial = candidates[keep], partial[keep]
-        term = order[i]
-        at = np.searchsorted(term.keys, candidates)
-        inside = at < len(term.keys)
-        found = np.zeros(len(candidates), dtype=bool)
-        found[inside] = term.keys[at[inside]] == candidates[inside]
-        partial[found] += term.scores(avgdl, at[found])
-    return candidates, partial, theta
+        scored = sum(int(t.sum()) for t in touched)
+        tally.count(scored, sum(len(t) for t in touched) - scored)
+    keys = np.concatenate(kept_keys) if kept_keys else np.empty(0, np.int64)
+    return keys, np.concatenate(kept_scores) if kept_scores else np.empty(0), theta
 
 
-def _add_blocks(
-    acc: _Accumulator,
-    term: TermList,
-    avgdl: float,
-    starts: I64,
-    live: npt.NDArray[np.bool_],
-    seen: I64,
-) -> I64:
-    """Score ``term``'s live blocks in full and look ``seen`` up in the others; return new keys."""
-    n = len(term.keys)
-    stops = np.append(starts[1:], n)
-    # Postings of the live blocks, without visiting the skipped ones.
-    sizes = (stops - starts)[live]
-    firsts = starts[live]
-    positions = np.repeat(firsts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
-    at = np.searchsorted(term.keys, seen)
-    inside = at < n
-    found = np.zeros(len(seen), dtype=bool)
-    found[inside] = term.keys[at[inside]] == seen[inside]
-    block_of = np.searchsorted(starts, at[found], side="right") - 1
-    looked = at[found][~live[block_of]]
-    select = np.concatenate([positions, looked])
-    return acc.add_at(term.keys[select], term.scores(avgdl, select))
+SEED = 256
+"""Documents of the first term whose whole scores :func:`_seed_theta` looks up."""
+
+
+def _seed_theta(order: list[TermList], scores: list[F32], m: int) -> float:
+    """A first θ: the m-th best whole score among the best documents of the first term.
+
+    The first term in :func:`canonical` order bounds highest (usually the
+    rarest); its :data:`SEED` highest-scoring documents, looked up in every
+    term, have exact scores, so the top m score at least their m-th best.
+    Without it the first key range would be scored in full to find θ.
+    These documents are scored again with their range (θ only prunes).
+    """
+    head = scores[0]
+    if len(head) < m:
+        return 0.0
+    pick = np.arange(len(head)) if len(head) <= SEED else np.argpartition(head, -SEED)[-SEED:]
+    keys = order[0].keys[pick]
+    total = np.zeros(len(keys), dtype=np.float64)
+    for term, contributions in zip(order, scores, strict=True):
+        total = _look_up(term.keys, contributions, keys, total)
+    return float(np.partition(total, len(total) - m)[len(total) - m])
+
+
+def _range_bounds(
+    order: list[TermList], cuts: list[I64]
+) -> tuple[F64, list[list[tuple[int, int]]]]:
+    """Each term's bound in each key range, and the blocks ``(first, last)`` it overlaps there.
+
+    ``cuts[i]`` are the positions in term ``i``'s keys where the ranges begin
+    (and the last one ends). A term with no posting in a range bounds it by 0.
+    """
+    chunks = len(cuts[0]) - 1
+    bounds = np.zeros((len(order), chunks), dtype=np.float64)
+    spans: list[list[tuple[int, int]]] = []
+    for i, term in enumerate(order):
+        starts, block_bounds = term.blocks()
+        a, b = cuts[i][:-1], cuts[i][1:]
+        lo = np.searchsorted(starts, a, side="right") - 1
+        hi = np.searchsorted(starts, np.maximum(b - 1, 0), side="right") - 1
+        # The largest block bound over blocks lo..hi: a running max of blocks
+        # lo..(next range's lo) from reduceat, and the block holding b - 1.
+        inner = np.maximum.reduceat(block_bounds, np.minimum(lo, len(block_bounds) - 1))
+        top = np.maximum(inner, block_bounds[hi])
+        bounds[i] = np.where(a < b, top, 0.0)
+        spans.append(list(zip(lo.tolist(), hi.tolist(), strict=True)))
+    return bounds, spans
+
+
+def _look_up(keys: I64, scores: F32, found: I64, partial: F64) -> F64:
+    """``partial`` plus the scores of ``found`` in one term's postings ``keys`` (0 where absent)."""
+    at = np.searchsorted(keys, found)
+    inside = at < len(keys)
+    hit = np.zeros(len(found), dtype=bool)
+    hit[inside] = keys[at[inside]] == found[inside]
+    partial[hit] += scores[at[hit]]
+    return partial
 
 
 _local = threading.local()
@@ -265,7 +416,7 @@ class _Accumulator:
     on: the next query allocates a new one.
     """
 
-    def __init__(self, lists: list[TermList]) -> None:
+    def __init__(self, lists: Sequence[TermList]) -> None:
         top = max((int(t.keys[-1]) for t in lists if len(t.keys)), default=-1) + 1
         buffer: F64 | None = getattr(_local, "buffer", None)
         _local.buffer = None
@@ -281,11 +432,11 @@ class _Accumulator:
         self.values[touched] = 0.0
         _local.buffer = self.values
 
-    def add(self, term: TermList, scores: npt.NDArray[np.float64]) -> I64:
+    def add(self, term: TermList, scores: F32) -> I64:
         """Add one term's scores; return the keys seen for the first time."""
         return self.add_at(term.keys, scores)
 
-    def add_at(self, keys: I64, scores: npt.NDArray[np.float64]) -> I64:
+    def add_at(self, keys: I64, scores: F32) -> I64:
         """Add ``scores`` at ``keys`` (unique); return the keys seen for the first time."""
         # One gather and one scatter: ``values[keys] += scores`` costs about
         # twice as much in numpy (it gathers again before it scatters).

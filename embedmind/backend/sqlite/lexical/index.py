@@ -2,9 +2,10 @@
 
 Writes go through :meth:`LexicalIndex.add` and :meth:`LexicalIndex.remove`
 inside the caller's write transaction, so postings always agree with the
-records. Reads score every posting of the query terms exhaustively (so a
-filter can never make the channel under-return) from a per-process cache of
-decoded blocks that is revalidated against the block versions on each query.
+records. Reads score the query terms' postings (:mod:`embedmind.lexical.maxscore`)
+from a per-process cache of each term's decoded list, bounded by bytes
+(:data:`CACHE_BYTES`), revalidated against the term's version on each query
+and refreshed by reading only the blocks whose versions changed.
 The store's alias table (:mod:`embedmind.lexical.aliases`) shapes both sides:
 documents carry the expansions of the keys they hold, and a query's terms
 gain the expansions of the keys it holds, at a reduced weight.
@@ -16,7 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import apsw
 import numpy as np
@@ -30,8 +31,16 @@ from embedmind.lexical.aliases import Table, fields_many
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.maxscore import TermList
 
-CACHE_POSTINGS = 2_000_000
-"""Postings kept decoded per cache level (about 14 bytes each)."""
+CACHE_BYTES = 192 * 2**20
+"""Decoded postings this process keeps per store, in bytes (:attr:`_Cached.nbytes`).
+
+About 18 bytes a posting (key, tf, length and the precomputed impact), so
+some 10M postings: every posting of a store of 800k short documents, and at a
+million the terms a workload keeps asking for. The cache is filled only by
+what queries read, so a small store's cache is the size of its postings;
+past the bound, the least recently read terms are dropped. A fixed count of
+2M postings (in two copies, blocks and whole terms) missed most lookups at
+1M documents: 200 questions read 6.4M postings."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +48,8 @@ class Scored:
     """Every document matching at least one query term, with its BM25 score."""
 
     keys: npt.NDArray[np.int64]
-    scores: npt.NDArray[np.float64]
+    scores: npt.NDArray[np.floating[Any]]
+    """float64 sums, or one term's float32 contributions (widening's sub-queries)."""
 
     def __len__(self) -> int:
         return int(self.keys.shape[0])
@@ -55,8 +65,7 @@ class LexicalIndex:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._terms: _LRU[_Cached] = _LRU(CACHE_POSTINGS)
-        self._blocks: _LRU[Postings] = _LRU(CACHE_POSTINGS)
+        self._terms: _LRU[_Cached] = _LRU(CACHE_BYTES)
         self._table: tuple[str, Table] = ("", aliases.EMPTY)
         self.tally = maxscore.Tally()
         """Blocks this process's text queries scored and skipped (block-max pruning)."""
@@ -270,22 +279,27 @@ class LexicalIndex:
         return Scored(keys, scores)
 
     def _postings(self, conn: apsw.Connection, row: postings.TermRow) -> _Cached:
+        """The term's decoded postings: cached, or refreshed reading only changed blocks."""
         with self._lock:
-            cached = self._terms.get(row.term_id, row.version)
-        if cached is not None:
-            return cached
+            stale = self._terms.peek(row.term_id)
+        if stale is not None and stale[0] == row.version:
+            with self._lock:
+                self._terms.touch(row.term_id)
+            return stale[1]
         versions = postings.block_versions(conn, row.term_id)
-        with self._lock:
-            parts = {b: self._blocks.get(b, v) for b, v in versions}
-        missing = [b for b, p in parts.items() if p is None]
+        kept = stale[1].by_block() if stale is not None else {}
+        missing = [b for b, v in versions if (b, v) not in kept]
         loaded = postings.load_blocks(conn, missing) if missing else {}
-        merged = _Cached.of([parts[b] or loaded[b] for b, _ in versions])
+        parts = [kept[(b, v)] if (b, v) in kept else loaded[b] for b, v in versions]
+        merged = _Cached.of(parts, versions)
         with self._lock:
-            for b, v in versions:
-                if b in loaded:
-                    self._blocks.put(b, v, loaded[b])
             self._terms.put(row.term_id, row.version, merged)
         return merged
+
+    def cached_bytes(self) -> int:
+        """Bytes of decoded postings held for the store (at most :data:`CACHE_BYTES`)."""
+        with self._lock:
+            return self._terms.size
 
     def statistics(self, conn: apsw.Connection) -> tuple[int, int]:
         """``(indexed documents, dictionary terms)``."""
@@ -294,8 +308,7 @@ class LexicalIndex:
     def clear_cache(self) -> None:
         """Drop every cached posting (after a vacuum or a rebuild)."""
         with self._lock:
-            self._terms = _LRU[_Cached](CACHE_POSTINGS)
-            self._blocks = _LRU[Postings](CACHE_POSTINGS)
+            self._terms = _LRU[_Cached](CACHE_BYTES)
 
 
 def _insert_between(conn: apsw.Connection, term_id: int, new: Postings, version: int) -> None:
@@ -364,8 +377,8 @@ class _Cached:
     """A term's whole posting list, decoded for scoring."""
 
     keys: npt.NDArray[np.int64]
-    tf: npt.NDArray[np.float32]
-    length: npt.NDArray[np.float32]
+    tf: npt.NDArray[np.uint16]
+    length: npt.NDArray[np.uint32]
     max_tf: int
     min_length: int
     starts: npt.NDArray[np.int64]
@@ -374,35 +387,52 @@ class _Cached:
     """Each block's largest tf."""
     block_length: npt.NDArray[np.float64]
     """Each block's smallest length (with ``block_tf``, the block-max bound)."""
+    blocks: tuple[tuple[int, int], ...] = ()
+    """``(block_id, version)`` of each stored block, in key order."""
     scored: dict[tuple[int, int, int, float], TermList] = field(
         default_factory=dict, compare=False, repr=False
     )
     """The term list with precomputed impacts, by ``(N, total length, df, weight)``."""
 
     @staticmethod
-    def of(blocks: list[Postings]) -> _Cached:
-        p = concat(blocks)
+    def of(parts: list[Postings], blocks: Sequence[tuple[int, int]] = ()) -> _Cached:
+        p = concat(parts)
         if not len(p):
             empty = np.empty(0, np.float64)
-            return _Cached(p.keys, np.empty(0, np.float32), np.empty(0, np.float32), 0, 1,
-                           np.empty(0, np.int64), empty, empty)  # fmt: skip
-        sizes = np.asarray([len(b) for b in blocks], dtype=np.int64)
+            return _Cached(p.keys, p.tfs, p.lengths, 0, 1, np.empty(0, np.int64), empty, empty)
+        sizes = np.asarray([len(b) for b in parts], dtype=np.int64)
         starts = np.cumsum(sizes) - sizes
         block_tf = np.maximum.reduceat(p.tfs, starts).astype(np.float64)
         block_length = np.minimum.reduceat(p.lengths, starts).astype(np.float64)
         return _Cached(
             p.keys,
-            p.tfs.astype(np.float32),
-            p.lengths.astype(np.float32),
+            p.tfs,
+            p.lengths,
             int(block_tf.max()),
             int(block_length.min()),
             starts,
             block_tf,
             block_length,
+            tuple(blocks),
         )
 
     def __len__(self) -> int:
         return int(self.keys.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """What this entry holds once its impacts are computed (float32, one per posting)."""
+        arrays = (self.keys, self.tf, self.length, self.starts, self.block_tf, self.block_length)
+        return sum(a.nbytes for a in arrays) + 4 * len(self) + 8 * len(self.starts)
+
+    def by_block(self) -> dict[tuple[int, int], Postings]:
+        """Each stored block's postings (views), by ``(block_id, version)``: reused on a refresh."""
+        stops = [*self.starts[1:].tolist(), len(self)]
+        whole = Postings(self.keys, self.tf, self.length)
+        return {
+            block: whole.slice(start, stop)
+            for block, start, stop in zip(self.blocks, self.starts.tolist(), stops, strict=True)
+        }
 
     def term_list(self, df: int, doc_count: int, weight: float, avgdl: float) -> TermList:
         """These postings ready to score under the given collection statistics."""
@@ -414,30 +444,33 @@ class _Cached:
         return TermList(self.keys, self.tf, self.length, idf, bound, self.starts, bounds)
 
 
-V = TypeVar("V", Postings, _Cached)
+V = TypeVar("V", bound=_Cached)
 
 
 class _LRU(Generic[V]):
-    """Versioned LRU of decoded postings, bounded by total posting count."""
+    """Versioned LRU of decoded postings, bounded by their bytes (:attr:`_Cached.nbytes`)."""
 
     def __init__(self, capacity: int) -> None:
         self._items: OrderedDict[int, tuple[int, V]] = OrderedDict()
-        self._size = 0
+        self.size = 0
+        """Bytes held."""
         self._capacity = capacity
 
-    def get(self, key: int, version: int) -> V | None:
-        item = self._items.get(key)
-        if item is None or item[0] != version:
-            return None
-        self._items.move_to_end(key)
-        return item[1]
+    def peek(self, key: int) -> tuple[int, V] | None:
+        """``(version, value)`` whatever the version (a stale entry's blocks are reused)."""
+        return self._items.get(key)
+
+    def touch(self, key: int) -> None:
+        """Mark ``key`` most recently used."""
+        if key in self._items:
+            self._items.move_to_end(key)
 
     def put(self, key: int, version: int, value: V) -> None:
         old = self._items.pop(key, None)
         if old is not None:
-            self._size -= len(old[1])
+            self.size -= old[1].nbytes
         self._items[key] = (version, value)
-        self._size += len(value)
-        while self._size > self._capacity and len(self._items) > 1:
+        self.size += value.nbytes
+        while self.size > self._capacity and len(self._items) > 1:
             _, (_, evicted) = self._items.popitem(last=False)
-            self._size -= len(evicted)
+            self.size -= evicted.nbytes

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from embedmind.backend.sqlite.lexical.index import Scored
 from embedmind.backend.sqlite.lexical.walk import admitted_best_first
+from embedmind.lexical import maxscore
 from embedmind.lexical.maxscore import TermList
 
 SUB_QUERIES = 2
@@ -80,14 +81,7 @@ def primary_scores(
     The same sum :func:`embedmind.lexical.maxscore.exhaustive` computes,
     looked up by binary search for just these keys.
     """
-    total = np.zeros(len(keys), dtype=np.float64)
-    for term in lists:
-        at = np.searchsorted(term.keys, keys)
-        inside = at < len(term.keys)
-        found = np.zeros(len(keys), dtype=bool)
-        found[inside] = term.keys[at[inside]] == keys[inside]
-        total[found] += term.scores(avgdl, at[found])
-    return total
+    return maxscore.lookup(lists, avgdl, keys)
 
 
 def widen(
