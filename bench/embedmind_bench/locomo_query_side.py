@@ -7,7 +7,7 @@ public API at the cost of the lexical work alone. Settings:
 
 - ``base`` — hybrid as it is (the default path);
 - ``widen s×n`` — ``widen=True`` with ``s`` key-term sub-queries of ``n``
-  candidates each (:mod:`embedmind.backend.sqlite.lexical.widening`'s constants);
+  candidates each (:mod:`embedmind.lexical.widening`'s constants);
 - ``latest span/band`` — ``latest=True`` with the cluster drawn from the first
   ``span`` hits within ``band`` of the best (:mod:`embedmind.latest_value`).
 
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from embedmind import latest_value
-from embedmind.backend.sqlite.lexical import widening
+from embedmind.lexical import widening
 from embedmind.store import Store
 from embedmind_bench.locomo_data import CATEGORIES, Question, data_path, load
 from embedmind_bench.locomo_tuning import ingest

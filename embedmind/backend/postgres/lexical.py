@@ -54,10 +54,10 @@ from embedmind.backend.postgres.schema import LEX_SHARDS
 
 # One copy of the weighting: the SQLite backend's (it belongs in embedmind.lexical;
 # asked for in the report of the PostgreSQL groundwork).
-from embedmind.backend.sqlite.lexical.context import combined
 from embedmind.lexical.aliases import Fields, Table, fields, query_weights
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.bm25 import K1, B
+from embedmind.lexical.session_context import combined
 
 Conn = psycopg.Connection[TupleRow]
 Dialog = tuple[str, str]

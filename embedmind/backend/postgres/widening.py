@@ -1,10 +1,9 @@
 """Candidate widening on PostgreSQL: key-term sub-queries bring candidates, the primary scores them.
 
-The SQLite backend's :mod:`embedmind.backend.sqlite.lexical.widening`, in SQL,
-with its constants: one sub-query per key term — the query's
-:data:`~embedmind.backend.sqlite.lexical.widening.SUB_QUERIES` rarest own
-terms (fewest postings), rarest first, never all of them — each taking its
-first :data:`~embedmind.backend.sqlite.lexical.widening.PER_SUB_QUERY`
+:mod:`embedmind.lexical.widening`'s rule and constants, in SQL: one sub-query
+per key term — the query's :data:`~embedmind.lexical.widening.SUB_QUERIES`
+rarest own terms (fewest postings), rarest first, never all of them — each
+taking its first :data:`~embedmind.lexical.widening.PER_SUB_QUERY`
 admitted memories by that term's BM25 alone. The candidates not already in
 the primary list's first ``base`` are then scored with the *primary* query
 (:func:`.lexical.scores_of`: the same postings, weights and statistics), so
@@ -25,7 +24,7 @@ from psycopg import sql
 from psycopg.rows import TupleRow
 
 from embedmind.backend.postgres import lexical
-from embedmind.backend.sqlite.lexical.widening import PER_SUB_QUERY, SUB_QUERIES
+from embedmind.lexical import widening as defaults
 from embedmind.lexical.aliases import Table
 from embedmind.lexical.bm25 import K1, B
 
@@ -88,8 +87,8 @@ def text_widened(
     query = _BY_TERM.format(
         condition=condition, k1=sql.Literal(K1), b=sql.Literal(B)
     )  # fmt: skip
-    for term in key_terms(conn, lexical.query_terms(text), SUB_QUERIES):
-        for (key,) in conn.execute(query, [term, *params, PER_SUB_QUERY]):
+    for term in key_terms(conn, lexical.query_terms(text), defaults.SUB_QUERIES):
+        for (key,) in conn.execute(query, [term, *params, defaults.PER_SUB_QUERY]):
             if int(key) not in seen:
                 seen.add(int(key))
                 via[int(key)] = term

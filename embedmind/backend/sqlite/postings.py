@@ -33,6 +33,7 @@ from embedmind.backend.sqlite import varint
 from embedmind.backend.sqlite.blocks import Postings, decode, decode_many, encode
 from embedmind.backend.sqlite.connection import fetch_one
 from embedmind.errors import StorageError
+from embedmind.lexical import session_context
 
 
 @dataclass(frozen=True)
@@ -237,8 +238,7 @@ def get_doc(
     return None if entry is None else entry[:3]
 
 
-Links = tuple[int | None, int | None]
-"""A document's ``(previous, next)`` dialog neighbours."""
+Links = session_context.Links
 
 
 def get_entry(

@@ -4,6 +4,7 @@ In a dialog the answer often does not repeat the question's words, but the
 turn before it (the other speaker's question) does. So, when the store's
 switch is on, a memory with a ``session_id`` is indexed as
 ``WEIGHT_OWN × its terms + WEIGHT_NEIGHBOUR × (previous turn's + next turn's)``
+(:func:`embedmind.lexical.session_context.combined`, the rule both backends share)
 — the issue's "previous + 2 × own + next", which measured best on the LoCoMo
 development split (``docs/benchmarks.md``). With an alias table
 (:mod:`embedmind.lexical.aliases`) a memory's alias field joins at weight 1;
@@ -29,13 +30,11 @@ from dataclasses import dataclass
 import apsw
 
 from embedmind.backend.sqlite import alias_rows, session_rows
-from embedmind.backend.sqlite.postings import Links, get_entry, lookup_terms
+from embedmind.backend.sqlite.postings import get_entry, lookup_terms
 from embedmind.backend.sqlite.session_rows import Place
-from embedmind.lexical.aliases import EMPTY, Fields, Table, fields, fields_many
+from embedmind.lexical.aliases import EMPTY, Table, fields, fields_many
 from embedmind.lexical.analyzer import analyze
-
-WEIGHT_OWN = 2
-WEIGHT_NEIGHBOUR = 1
+from embedmind.lexical.session_context import Links, combined
 
 
 @dataclass(frozen=True)
@@ -49,26 +48,6 @@ class Entry:
 
 StoredLinks = Callable[[int], Links]
 """The links a document's postings were built with."""
-
-
-def combined(own: dict[int, Fields], key: int, links: Links) -> Counter[str]:
-    """``WEIGHT_OWN × own(key) + alias(key) + WEIGHT_NEIGHBOUR × own(each neighbour)``.
-
-    A memory alone in its session has no context: it is indexed as without a
-    session (:meth:`Fields.alone`: its own terms once when it has no alias
-    field), so it scores exactly as plain BM25 would.
-    """
-    if all(other is None for other in links):
-        return own[key].alone()
-    counts: Counter[str] = Counter()
-    for term, tf in own[key].own.items():
-        counts[term] += WEIGHT_OWN * tf
-    counts.update(own[key].alias)
-    for other in links:
-        if other is not None:
-            for term, tf in own[other].context().items():
-                counts[term] += WEIGHT_NEIGHBOUR * tf
-    return counts
 
 
 def plan_add(

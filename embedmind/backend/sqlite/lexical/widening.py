@@ -1,14 +1,9 @@
-"""Candidate widening: key-term sub-queries bring candidates, the primary query scores them.
+"""Candidate widening on SQLite: the key terms' own lists bring candidates, the primary scores them.
 
-The episodic seed's ``search_with_limits``. BM25 favours a memory that
-matches many of the query's words; a turn that holds only the query's key
-entity ("Caroline", "pottery") but not its common words can sit past the
-fusion depth even though it is the answer. Widening runs one sub-query per
-key term — the query's :data:`SUB_QUERIES` rarest terms, rarest first — and
-takes each one's first :data:`PER_SUB_QUERY` admitted memories by that term
-alone. Those candidates are then scored with the *primary* query's BM25 (the
-same postings, session context included), so widening never invents a score:
-it only decides which memories are in the lexical list that fusion sees.
+The episodic seed's ``search_with_limits``; the rule and its constants are
+:mod:`embedmind.lexical.widening`'s, shared with the PostgreSQL backend. Each
+sub-query takes its key term's first admitted memories by that term's BM25
+alone, from the postings the primary query already looked up.
 
 Because the lexical channel's first ``depth`` are exact under the primary
 query, every widened candidate scores at most the ``depth``-th one: widening
@@ -30,12 +25,8 @@ import numpy.typing as npt
 from embedmind.backend.sqlite.lexical.index import Scored
 from embedmind.backend.sqlite.lexical.walk import admitted_best_first
 from embedmind.lexical import maxscore
+from embedmind.lexical import widening as defaults
 from embedmind.lexical.maxscore import TermList
-
-SUB_QUERIES = 2
-"""Key terms that get a sub-query: the query's rarest (highest idf)."""
-PER_SUB_QUERY = 10
-"""Candidates each sub-query contributes (before removing those already found)."""
 
 
 @dataclass(frozen=True)
@@ -105,12 +96,12 @@ def widen(
             what the primary channel could).
         found: The primary lexical list already taken.
         per_sub_query: Candidates each sub-query contributes (default
-            :data:`PER_SUB_QUERY`).
+            :data:`embedmind.lexical.widening.PER_SUB_QUERY`).
         sub_queries: How many key terms get a sub-query (default
-            :data:`SUB_QUERIES`).
+            :data:`embedmind.lexical.widening.SUB_QUERIES`).
     """
-    per_sub_query = PER_SUB_QUERY if per_sub_query is None else per_sub_query
-    sub_queries = SUB_QUERIES if sub_queries is None else sub_queries
+    per_sub_query = defaults.PER_SUB_QUERY if per_sub_query is None else per_sub_query
+    sub_queries = defaults.SUB_QUERIES if sub_queries is None else sub_queries
     seen = {key for key, _ in found}
     via: dict[int, str] = {}
     for i in key_terms(lists, sub_queries):
