@@ -55,8 +55,9 @@ cosine at the channel's ``ef_search`` of 632 / pgvector's ceiling of 1,000):
 0.984 / 0.991 with 256; ``m = 32`` 0.995 / 0.997 with 64. The graph is fixed as
 vectors are linked in, so no search depth makes up for too few links per node,
 and a wider candidate list while linking (``ef_construction``) helps less than
-more links, at a similar cost. The price is the insert (about twice the graph
-work) and a larger index: ``docs/benchmarks.md``."""
+more links, for more build time (256: 462 s for 100k, ``m = 32``: 303 s). The price
+is the insert (1.5-1.8 times the load time), an unfiltered query at 100k (1.65 times
+the p50) and a larger index: ``docs/benchmarks.md``."""
 HNSW_EF_CONSTRUCTION = 64
 """The candidate list while a vector is linked into the graph (pgvector's default)."""
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
