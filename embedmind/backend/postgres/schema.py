@@ -57,7 +57,7 @@ vectors are linked in, so no search depth makes up for too few links per node,
 and a wider candidate list while linking (``ef_construction``) helps less than
 more links, for more build time (256: 462 s for 100k, ``m = 32``: 303 s). The price
 is the insert (1.5-1.8 times the load time), an unfiltered query at 100k (1.65 times
-the p50) and a larger index: ``docs/benchmarks.md``."""
+the p50); the database at 10k grew 1 % (68.5 against 67.8 MB): ``docs/benchmarks.md``."""
 HNSW_EF_CONSTRUCTION = 64
 """The candidate list while a vector is linked into the graph (pgvector's default)."""
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
