@@ -9,8 +9,9 @@ settings); each round loads the same seeded chat documents and embedding-like
   session context on, a metadata field per memory, as the peers benchmark);
 - ``floor``: a bare ``COPY`` of the same vectors, batch by batch, one
   transaction each, into a table with the same HNSW index embedmind creates
-  (``(embedding::vector(d)) vector_cosine_ops, m = 16, ef_construction =
-  64``): the pgvector insertion work no store on it can avoid;
+  (``(embedding::vector(d)) vector_cosine_ops`` with the ``m`` and
+  ``ef_construction`` of :mod:`embedmind.backend.postgres.schema`, read from
+  this checkout): the pgvector insertion work no store on it can avoid;
 - ``build``: the same ``COPY`` into a table without the index, then
   ``CREATE INDEX`` (what a one-off bulk import can do instead);
 - ``baseline`` (with ``--baseline TREE``): ``embedmind`` again, imported from
@@ -49,9 +50,12 @@ def _child(variant: str, url: str, dsn: str, data: Path, batch: int, tree: str |
     texts = json.loads((data / "texts.json").read_text())
     n = len(texts)
     if variant in ("floor", "build"):
+        # The settings embedmind's own indexes get (this checkout's, not the baseline's).
+        from embedmind.backend.postgres.schema import HNSW_EF_CONSTRUCTION, HNSW_M
+
         index = (
             f"CREATE INDEX ON t USING hnsw ((embedding::vector({DIMS})) vector_cosine_ops) "
-            "WITH (m = 16, ef_construction = 64)"
+            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
         )
         literals = ["[" + ",".join(map(repr, v.tolist())) + "]" for v in vectors]
         with psycopg.connect(dsn, autocommit=True) as conn:

@@ -44,6 +44,22 @@ TIERS = ("working", "episodic", "semantic", "procedural")
 LEVELS = ("explicit", "deduced")
 MAX_HNSW_DIMENSIONS = 2_000
 """pgvector's HNSW limit for ``vector`` (``halfvec`` would reach 4,000)."""
+HNSW_M = 32
+"""Neighbours per node of the HNSW graphs (pgvector's default is 16; 64 on the bottom layer).
+
+Measured on the peers corpus at 100k (``embedmind bench peers --backend postgres``:
+384-dimension MiniLM embeddings and embedding-like mixtures of them, which crowd
+into tight clusters; index built by ``CREATE INDEX``, recall@10 against exact
+cosine at the channel's ``ef_search`` of 632 / pgvector's ceiling of 1,000):
+``m = 16`` 0.969 / 0.979 with ``ef_construction = 64``, 0.978 / 0.988 with 128,
+0.984 / 0.991 with 256; ``m = 32`` 0.995 / 0.997 with 64. The graph is fixed as
+vectors are linked in, so no search depth makes up for too few links per node,
+and a wider candidate list while linking (``ef_construction``) helps less than
+more links, for more build time (256: 462 s for 100k, ``m = 32``: 303 s). The price
+is the insert (1.5-1.8 times the load time), an unfiltered query at 100k (1.65 times
+the p50); the database at 10k grew 1 % (68.5 against 67.8 MB): ``docs/benchmarks.md``."""
+HNSW_EF_CONSTRUCTION = 64
+"""The candidate list while a vector is linked into the graph (pgvector's default)."""
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 Conn = psycopg.Connection[TupleRow]
@@ -261,9 +277,43 @@ def m0005_vectorless(conn: Conn) -> None:
     )
 
 
+def m0006_hnsw_links(conn: Conn) -> None:
+    """The HNSW indexes' settings become :data:`HNSW_M` (was 16) and :data:`HNSW_EF_CONSTRUCTION`.
+
+    ``ALTER INDEX ... SET`` records the settings; it does not relink the graph.
+    pgvector reads ``m`` from the index's meta page, written when the index was
+    built, so the vectors inserted after this migration are still linked with the
+    old ``m`` (the graph stays consistent) until the index is rebuilt; a rebuild
+    (``REINDEX INDEX CONCURRENTLY``, which does not block writes, or a plain
+    ``REINDEX``) builds it with the recorded settings. The migration does not
+    rebuild: a ``REINDEX`` of a large table runs for minutes per 100,000 vectors,
+    blocks every write to it meanwhile, and would hold the migration lock every
+    other server opening the store waits for; ``REINDEX ... CONCURRENTLY`` cannot
+    run inside the migration's transaction at all. The operator rebuilds when
+    convenient (``docs/how-to/postgres.md``, "Upgrading the HNSW indexes"). A store
+    whose dimension is not recorded yet has no HNSW index: :func:`record_dimensions`
+    creates it with these settings. Changing the settings takes a brief exclusive
+    lock on each index (a catalogue update), so it waits for the recalls in flight.
+    """
+    for table in ("memory_vectors", "fragments"):
+        index = f"{table}_hnsw"
+        row = conn.execute(
+            "SELECT to_regclass(quote_ident(current_schema()) || '.' || quote_ident(%s))",
+            (index,),
+        ).fetchone()
+        if row is not None and row[0] is not None:
+            conn.execute(
+                sql.SQL("ALTER INDEX {} SET (m = {}, ef_construction = {})").format(
+                    sql.Identifier(index),
+                    sql.Literal(HNSW_M),
+                    sql.Literal(HNSW_EF_CONSTRUCTION),
+                )
+            )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m0001_initial, m0002_filter_functions, m0003_metadata_text, m0004_aliases,
-    m0005_vectorless,
+    m0005_vectorless, m0006_hnsw_links,
 )  # fmt: skip
 LATEST = len(MIGRATIONS)
 
@@ -402,8 +452,14 @@ def record_dimensions(conn: Conn, dimensions: int) -> None:
         conn.execute(
             sql.SQL(
                 "CREATE INDEX {i} ON {t} USING hnsw ((embedding::vector({d})) vector_cosine_ops) "
-                "WITH (m = 16, ef_construction = 64)"
-            ).format(i=sql.Identifier(f"{table}_hnsw"), t=name, d=sql.Literal(dimensions))
+                "WITH (m = {m}, ef_construction = {ef})"
+            ).format(
+                i=sql.Identifier(f"{table}_hnsw"),
+                t=name,
+                d=sql.Literal(dimensions),
+                m=sql.Literal(HNSW_M),
+                ef=sql.Literal(HNSW_EF_CONSTRUCTION),
+            )
         )
 
 
