@@ -66,19 +66,36 @@ def _parse(log: str) -> tuple[list[Op], bool]:
     return ops, ready
 
 
-def _dump(path: Path, workdir: Path, queries: list[str], trial: int) -> dict:
+def _start_dump(path: Path, workdir: Path, trial: int) -> subprocess.Popen[str]:
+    """Start the fresh process that will dump the store once it is given the queries.
+
+    Started while the trial runs, so its import overlaps the trial instead of
+    adding to it; it opens the store only when :func:`_dump` writes the queries,
+    after the writer was killed.
+    """
     qfile, out = workdir / f"queries-{trial}.json", workdir / f"dump-{trial}.json"
-    qfile.write_text(json.dumps(queries))
-    proc = subprocess.run(  # a fresh process: nothing cached from the writer
+    return subprocess.Popen(  # a fresh process: nothing cached from the writer
         [sys.executable, str(TOOL), "dump", str(path), str(qfile), str(out)],
         env=child_env(),
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
-        check=False,
     )
-    assert proc.returncode == 0, f"trial {trial}: the killed store failed to open:\n{proc.stderr}"
-    assert proc.stderr == "", proc.stderr
+
+
+def _dump(proc: subprocess.Popen[str], workdir: Path, queries: list[str], trial: int) -> dict:
+    qfile, out = workdir / f"queries-{trial}.json", workdir / f"dump-{trial}.json"
+    written = workdir / f"queries-{trial}.tmp"
+    written.write_text(json.dumps(queries))
+    written.rename(qfile)  # whole: the dumper starts reading as soon as the name exists
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, f"trial {trial}: the killed store failed to open:\n{stderr}"
+    assert stderr == "", stderr
     return json.loads(out.read_text())
 
 
@@ -173,6 +190,7 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, figures: Figures) ->
     started = time.monotonic()
     seeds = [rng.randrange(2**32) for _ in range(TRIALS)]
     spawned: list[subprocess.Popen[bytes]] = []
+    dumpers: list[subprocess.Popen[str]] = []
 
     def start_writer(trial: int) -> tuple[subprocess.Popen[bytes], Path, Path, Path]:
         # Started one trial ahead: it imports while the previous trial is checked,
@@ -190,6 +208,8 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, figures: Figures) ->
     upcoming = start_writer(0)
     try:
         for trial in range(TRIALS):
+            dumper = _start_dump(store, tmp_path, trial)
+            dumpers.append(dumper)
             ops = _trial(trial, rng, *upcoming)
             if trial + 1 < TRIALS:
                 upcoming = start_writer(trial + 1)
@@ -229,7 +249,7 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, figures: Figures) ->
             if pending is not None and pending.kind != "vacuum":
                 sample += pending.ids
             sample = sorted(set(sample))
-            dump = _dump(store, tmp_path, sample, trial)
+            dump = _dump(dumper, tmp_path, sample, trial)
             mems: dict[str, dict] = dump["memories"]
             assert dump["integrity"] == ["ok"], dump["integrity"]
             assert dump["duplicates"] == []
@@ -283,7 +303,7 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, figures: Figures) ->
                     leaks += 1
                 assert got_secret == want_secret, f"{memory_id}'s original words: {got_secret}"
     finally:
-        for child in spawned:
+        for child in [*spawned, *dumpers]:
             if child.poll() is None:
                 child.kill()
                 child.wait()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from tooling.children import spawn
+from tooling.children import spawn, start_together
 
 import embedmind
 
@@ -55,7 +55,7 @@ def _acknowledged(ack: Path) -> list[tuple[str, list[str], int, int]]:
     return [(o, ids, int(s), int(e)) for ids, (o, s, e) in zip(batches, times, strict=True)]
 
 
-@pytest.mark.timeout(int(DURATION) + 90)
+@pytest.mark.timeout(int(DURATION) + 200)  # two start_together waits of 120 s at most, then the run
 @pytest.mark.parametrize("writers", [2, 3])
 def test_writers_and_a_reader(tmp_path: Path, figures: Figures, writers: int) -> None:
     """R9: fair writers, no lost or duplicate rows, with unique and colliding ids.
@@ -65,15 +65,16 @@ def test_writers_and_a_reader(tmp_path: Path, figures: Figures, writers: int) ->
     ids at once; a reader checks whole snapshots meanwhile.
     """
     ids = "colliding"  # mp_workers: every other batch colliding, the rest unique
-    path = tmp_path / "shared.mind"
-    start = time.time() + 2.0 + 0.5 * writers  # every process imported and opened by then
+    path, sync = tmp_path / "shared.mind", tmp_path / "sync"
     acks = [tmp_path / f"w{n}.acks" for n in range(writers)]
-    # All of them open (and so create and migrate) the file at the same moment.
     spawned = [
-        spawn(TOOL, tmp_path, f"w{n}", "writer", path, n, start, DURATION, acks[n], ids)
+        spawn(TOOL, tmp_path, f"w{n}", "writer", path, n, sync, DURATION, acks[n], ids)
         for n in range(writers)
     ]
-    reader = spawn(TOOL, tmp_path, "reader", "reader", path, start, DURATION, *acks)
+    reader = spawn(TOOL, tmp_path, "reader", "reader", path, sync, DURATION, *acks)
+    # All of them open (and so create and migrate) the file at the same moment, then
+    # start at one moment: both named once every process is ready for it.
+    start_together(sync, [*spawned, reader])
     summaries = [json.loads(_finish(*w, timeout=DURATION + 60)) for w in spawned]
     checks = json.loads(_finish(*reader, timeout=DURATION + 60))
 

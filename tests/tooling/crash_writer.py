@@ -23,6 +23,9 @@
     flag, successor and metadata, ``stats()``, SQLite's ``integrity_check``,
     and for every id in the ``QUERIES`` JSON list, ``get(id)`` and the hits of
     ``recall(token(id), mode="text")`` and of ``recall(secret(id), ...)``.
+    It may be started before ``QUERIES`` exists: it waits for the file (the
+    test starts it while the trial runs, so the import is not on the clock) and
+    touches the store only once the file appears.
 """
 
 from __future__ import annotations
@@ -161,8 +164,17 @@ def write(path: str, seed: int, prefix: str, go: str | None = None) -> None:
     say("DONE")
 
 
+QUERIES_WAIT_SECONDS = 120.0
+"""How long a dumper waits for its queries file, should the test be gone."""
+
+
 def dump(path: str, queries_path: str, out_path: str) -> None:
     """Write everything the parent verifies, read by a process that never wrote."""
+    deadline = time.monotonic() + QUERIES_WAIT_SECONDS
+    while not os.path.exists(queries_path):  # the test renames it into place whole
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no queries file {queries_path} appeared")
+        time.sleep(0.002)
     with open(queries_path, encoding="utf-8") as f:
         queries: list[str] = json.load(f)
     result: dict[str, object] = {}

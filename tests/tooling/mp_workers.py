@@ -1,7 +1,9 @@
 """Worker processes for the multi-process tests.
 
-``mp_workers.py writer STORE N START DURATION ACKFILE [IDS]``
-    Writer ``N`` waits until the wall-clock instant ``START``, then for
+``mp_workers.py writer STORE N SYNC DURATION ACKFILE [IDS]``
+    Writer ``N`` opens the store at the instant the test gives every process
+    and waits for the run's start instant (both through the ``SYNC`` files:
+    :func:`tooling.children.start_together`), then for
     ``DURATION`` seconds writes batches of 3 memories in one ``remember_many``
     transaction each. After each call returns it appends the batch's ids as one
     line to ``ACKFILE`` (flushed), and ``origin start_ns end_ns`` (the call's
@@ -12,9 +14,9 @@
     group and carrying its ``origin`` (writer and sequence). At the end it
     prints a JSON summary.
 
-``mp_workers.py reader STORE START DURATION ACKFILE...``
-    Loops until the end of the run checking that it only ever sees whole
-    batches and that every batch acknowledged before a read started is visible
+``mp_workers.py reader STORE SYNC DURATION ACKFILE...``
+    Opens and starts with the writers (``SYNC`` as theirs), then loops until
+    the end of the run checking that it only ever sees whole batches and that every batch acknowledged before a read started is visible
     to it. Raises (exit 1) on the first violation; prints a JSON summary.
 
 ``mp_workers.py holder STORE RELEASEFILE``
@@ -30,6 +32,7 @@ import os
 import random
 import sys
 import time
+from pathlib import Path
 
 import embedmind
 
@@ -41,6 +44,8 @@ MAX_SECONDS = 30.0
 """How long the holder keeps the lock at most, should the test never release it."""
 MAX_RUN_SECONDS = 3600.0
 """A cap on writer and reader runs (the soak sets long ones through the test's env)."""
+MAX_SYNC_SECONDS = 300.0
+"""How long a child waits for the test to name an instant, should the test be gone."""
 
 
 def batch_tag(writer: int, seq: int) -> str:
@@ -54,6 +59,33 @@ def _wait_until(start: float) -> None:
         time.sleep(delay)
 
 
+def _meet(sync: str, stage: str) -> float:
+    """Say this process reached ``stage``; return the instant the test then names for all.
+
+    The test names it once every process has said so (``tooling.children.start_together``):
+    a start instant fixed before the children were spawned passed before a loaded
+    machine had even imported them all (12 s for four at load 9), and the writers then
+    ran for no time at all.
+    """
+    Path(f"{sync}.{stage}.{os.getpid()}").touch()
+    answer = Path(f"{sync}.{stage}")
+    deadline = time.monotonic() + MAX_SYNC_SECONDS
+    while not answer.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the test never named the {stage} instant")
+        time.sleep(0.005)
+    instant = float(answer.read_text())
+    _wait_until(instant)
+    return instant
+
+
+def _open_together(path: str, sync: str) -> tuple[embedmind.Store, float]:
+    """Open the store at the same instant as the other processes; return it and the start."""
+    _meet(sync, "open")  # all of them create and migrate a new file at once
+    store = embedmind.Store.open(path, embedder=None)
+    return store, _meet(sync, "start")
+
+
 def _check_memory(m: embedmind.Memory) -> None:
     meta = m.metadata
     assert hashlib.sha256(m.content.encode()).hexdigest() == meta["csha"], m.id
@@ -61,10 +93,9 @@ def _check_memory(m: embedmind.Memory) -> None:
     assert meta["origin"] == batch_tag(meta["writer"], meta["seq"]), m.id
 
 
-def writer(path: str, n: int, start: float, duration: float, ack_path: str, ids: str) -> None:
+def writer(path: str, n: int, sync: str, duration: float, ack_path: str, ids: str) -> None:
     """Write 3-memory batches as fast as the lock allows."""
-    store = embedmind.Store.open(path, embedder=None)
-    _wait_until(start)
+    store, start = _open_together(path, sync)
     end = min(start + duration, time.time() + MAX_RUN_SECONDS)
     commits = 0
     with (
@@ -132,11 +163,10 @@ def _whole(memories: list[embedmind.Memory], what: str) -> dict[str, int]:
     return groups
 
 
-def reader(path: str, start: float, duration: float, ack_paths: list[str]) -> None:
+def reader(path: str, sync: str, duration: float, ack_paths: list[str]) -> None:
     """Check snapshots are whole and acknowledged writes are visible."""
     rng = random.Random(7)
-    store = embedmind.Store.open(path, embedder=None)
-    _wait_until(start)
+    store, start = _open_together(path, sync)
     end = min(start + duration, time.time() + MAX_RUN_SECONDS)
     counts = {"iterations": 0, "acked_checked": 0, "recalls": 0, "scans": 0, "max_seen": 0}
     while time.time() < end:
@@ -191,9 +221,9 @@ def main(argv: list[str]) -> int:
     mode, args = (argv[0], argv[1:]) if argv else ("", [])
     if mode == "writer" and len(args) in (5, 6):
         ids = args[5] if len(args) == 6 else "unique"
-        writer(args[0], int(args[1]), float(args[2]), float(args[3]), args[4], ids)
+        writer(args[0], int(args[1]), args[2], float(args[3]), args[4], ids)
     elif mode == "reader" and len(args) >= 4:
-        reader(args[0], float(args[1]), float(args[2]), args[3:])
+        reader(args[0], args[1], float(args[2]), args[3:])
     elif mode == "holder" and len(args) == 2:
         holder(args[0], args[1])
     else:
