@@ -311,6 +311,38 @@ def test_another_applications_database_is_refused_untouched(tmp_path: Path) -> N
     assert not Path(f"{path}-wal").exists()
 
 
+def test_a_store_another_process_creates_meanwhile_is_not_taken_for_a_foreign_file(
+    tmp_path: Path,
+) -> None:
+    # The foreign-file check reads the schema version and the tables; another
+    # process committing the store's first migration between two such reads
+    # would show version 0 beside tables. Its commit lands right after each
+    # statement the check runs, so only a check that reads both at once passes.
+    path = tmp_path / "new.mind"
+    other = apsw.Connection(str(path))
+
+    class CreatedMeanwhile:
+        def __init__(self, conn: apsw.Connection) -> None:
+            self._conn, self._created = conn, False
+
+        def execute(self, statement: str) -> CreatedMeanwhile:
+            self.rows = self._conn.execute(statement).fetchall()  # the statement is done
+            if not self._created:
+                self._created = True
+                other.execute("BEGIN; CREATE TABLE memories (x); PRAGMA user_version = 1; COMMIT")
+            return self
+
+        def fetchall(self) -> list[tuple[int, ...]]:
+            return self.rows
+
+    from embedmind.backend.sqlite import connection
+
+    conn = apsw.Connection(str(path))
+    connection._refuse_foreign_database(CreatedMeanwhile(conn), str(path))  # type: ignore[arg-type]
+    conn.close()
+    other.close()
+
+
 def test_an_empty_sqlite_file_becomes_a_store(tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
     apsw.Connection(str(path)).close()

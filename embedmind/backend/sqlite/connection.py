@@ -115,14 +115,16 @@ def _refuse_foreign_database(conn: apsw.Connection, path: str) -> None:
     transaction on, and creates its tables in that same transaction; a file at
     version 0 that already has tables belongs to someone else. Opening it would
     add embedmind's tables and switch it to WAL mode, so it is refused first.
+
+    Both are read by one statement, so from one snapshot: read apart, another
+    process creating the store between the two reads (version 0, then its
+    tables) made a store being created look like someone else's file.
     """
-    version = conn.execute("PRAGMA user_version").fetchall()[0][0]
-    if version != 0:
-        return
-    tables = conn.execute(
-        "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
-    ).fetchall()[0][0]
-    if tables:
+    version, tables = conn.execute(
+        "SELECT (SELECT user_version FROM pragma_user_version), "
+        "(SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\')"
+    ).fetchall()[0]
+    if version == 0 and tables:
         raise StorageError(
             f"{path!r} is a SQLite database that embedmind did not create; "
             "refusing to open it as a store (nothing was changed)"
