@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import apsw
 import numpy as np
@@ -332,6 +332,13 @@ class VectorIndex:
         keys = np.asarray(matches.keys, dtype=np.int64)
         sims = (1.0 - np.asarray(matches.distances, dtype=np.float32)).astype(np.float32)
         return keys, sims
+
+    def vectors(self, vec_keys: npt.NDArray[np.int64]) -> list[npt.NDArray[Any] | None]:
+        """The graph's copies of ``vec_keys`` (its dtype); ``None`` for one it does not hold."""
+        with self._locked():  # usearch converts 20x slower than numpy: asked in its own dtype
+            if self._index is None or not len(vec_keys):
+                return [None] * len(vec_keys)
+            return list(cast(Any, self._index.get(np.asarray(vec_keys, np.uint64))))
 
     def save(self, conn: apsw.Connection, force: bool = False) -> bool:
         """Write the index file and register it; the caller holds a write transaction.

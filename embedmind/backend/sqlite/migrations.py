@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import apsw
 
-from embedmind.backend.sqlite import session_rows, transcode
+from embedmind.backend.sqlite import metadata_index, session_rows, transcode
 from embedmind.crashpoints import crashpoint
 from embedmind.errors import SchemaVersionError
 
@@ -230,6 +230,18 @@ def m0007_compact_postings(conn: apsw.Connection) -> None:
     transcode.compact_postings(conn)
 
 
+def m0008_metadata_index(conn: apsw.Connection) -> None:
+    """Index every memory's top-level metadata entries, kept in step by triggers.
+
+    A ``where`` filter otherwise reads every row's metadata JSON: a vector
+    query filtered to 1 % of 100k memories spent 0.5 s on it
+    (``embedmind.backend.sqlite.metadata_index``). The rows already stored are
+    indexed here, in the migration's transaction.
+    """
+    conn.execute(metadata_index.SCHEMA)
+    conn.execute(metadata_index.BACKFILL)
+
+
 def _new_store_settings(conn: apsw.Connection) -> None:
     """The settings a store starts with, written once, in the transaction that creates it.
 
@@ -242,7 +254,7 @@ def _new_store_settings(conn: apsw.Connection) -> None:
 
 MIGRATIONS: tuple[Migration, ...] = (
     m0001_initial, m0002_vectors, m0003_graph, m0004_fragments, m0005_sessions,
-    m0006_aliases, m0007_compact_postings,
+    m0006_aliases, m0007_compact_postings, m0008_metadata_index,
 )  # fmt: skip
 LATEST = len(MIGRATIONS)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from embedmind.backend.sqlite.metadata_index import combine, compile_probe
 from embedmind.backend.sqlite.scope_sql import compile_scope
 from embedmind.backend.sqlite.where_sql import compile_where
 from embedmind.query.selection import Selection
@@ -31,6 +32,20 @@ def compile_selection(selection: Selection, alias: str = "m") -> Condition:
         f"ELSE {compiled.match} END)"
     )
     return sql, [*params, *params, *compiled.check_params, *compiled.match_params]
+
+
+def compile_candidates(selection: Selection) -> Condition | None:
+    """A query of memory keys, read from indexes, that holds every memory ``selection`` admits.
+
+    Built from the metadata index (:func:`~embedmind.backend.sqlite.metadata_index.compile_probe`)
+    and the tag index; ``None`` when neither bounds the selection. The keys are
+    candidates only: a read narrowed to them still applies :func:`compile_selection`.
+    """
+    parts = [("SELECT key FROM memory_tags WHERE tag = ?", [tag]) for tag in selection.tags]
+    probe = compile_probe(selection.where)
+    if probe is not None:
+        parts.append(probe)
+    return combine(parts, "INTERSECT") if parts else None
 
 
 def _base(s: Selection, m: str) -> Condition:

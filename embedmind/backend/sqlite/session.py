@@ -32,7 +32,11 @@ from embedmind.backend.sqlite.lexical.channel import text_channel, widened_chann
 from embedmind.backend.sqlite.lexical.context import context_terms
 from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.backend.sqlite.missing_vectors import MissingVectors
-from embedmind.backend.sqlite.selection_sql import Condition, compile_selection
+from embedmind.backend.sqlite.selection_sql import (
+    Condition,
+    compile_candidates,
+    compile_selection,
+)
 from embedmind.backend.values import Edge, Identity, Link, RowRef, Space, VectorHit
 from embedmind.model import Memory
 from embedmind.query.selection import Selection
@@ -56,6 +60,7 @@ class _Facet:
         self.conn = conn
         self.parts = parts
         self._compiled: dict[int, tuple[Selection, Condition]] = {}
+        self._candidates: dict[int, tuple[Selection, Condition | None]] = {}
 
     def condition(self, selection: Selection) -> Condition:
         """The compiled selection, compiled once per session and selection."""
@@ -63,6 +68,14 @@ class _Facet:
         if cached is None or cached[0] is not selection:
             cached = (selection, compile_selection(selection))
             self._compiled[id(selection)] = cached
+        return cached[1]
+
+    def candidates(self, selection: Selection) -> Condition | None:
+        """The selection's index-read candidate keys (``compile_candidates``), once per session."""
+        cached = self._candidates.get(id(selection))
+        if cached is None or cached[0] is not selection:
+            cached = (selection, compile_candidates(selection))
+            self._candidates[id(selection)] = cached
         return cached[1]
 
 
@@ -155,6 +168,7 @@ class SqliteChannels(_Facet):
         found = vector_search.nearest_capped(
             self.conn, index, query, self.condition(selection), k, cap,
             _SPACES[space], ef=ef, rescore=exact_scores,
+            candidates=self.candidates(selection),
         )  # fmt: skip
         return [VectorHit(v, key, sim) for v, key, sim in found]
 

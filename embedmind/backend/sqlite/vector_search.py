@@ -79,6 +79,7 @@ def nearest_capped(
     space: Space = MEMORY,
     ef: int | None = None,
     rescore: bool = False,
+    candidates: tuple[str, Sequence[Any]] | None = None,
 ) -> list[Found]:
     """The ``k`` best admitted vectors, at most ``cap`` per record, best first.
 
@@ -86,7 +87,16 @@ def nearest_capped(
     record with many vectors cannot crowd out the others; ``cap=1`` is the
     memory search (a memory counts once, under its best chunk). With
     ``rescore``, the cosines are exact float32 ones and the order follows them.
+
+    ``candidates`` is a query of memory keys read from an index that holds
+    every memory ``condition`` admits
+    (:func:`~embedmind.backend.sqlite.selection_sql.compile_candidates`): when
+    it yields at most :data:`EXACT_ADMITTED` keys, those memories are scored
+    exactly and nothing else is read, so a selective filter costs what it
+    admits, not what the store holds.
     """
+    if candidates is not None and few(conn, candidates, EXACT_ADMITTED):
+        return among(conn, index, query, condition, candidates, k, cap, space)
     tail = index.sync_for_search(conn)
     size = len(index) + len(tail[0])
     if size == 0:
@@ -111,6 +121,86 @@ def nearest_capped(
             # them exactly rather than miss any.
             return exact(conn, index.dims, query, condition, k, cap, space)
         pool = min(size, max(pool * 4, int(4 * k / max(admitted, 1e-9))))
+
+
+def few(conn: apsw.Connection, candidates: tuple[str, Sequence[Any]], limit: int) -> bool:
+    """Whether the candidate query yields at most ``limit`` keys (reading at most ``limit + 1``)."""
+    sql, params = candidates
+    row = conn.execute(f"SELECT count(*) FROM ({sql} LIMIT ?)", (*params, limit + 1)).fetchone()
+    return row is not None and int(row[0]) <= limit
+
+
+def among(
+    conn: apsw.Connection,
+    index: VectorIndex,
+    query: npt.NDArray[np.float32],
+    condition: tuple[str, Sequence[Any]],
+    candidates: tuple[str, Sequence[Any]],
+    k: int,
+    cap: int | None,
+    space: Space = MEMORY,
+) -> list[Found]:
+    """The exact top ``k`` of the candidate memories the condition admits (as :func:`exact`).
+
+    Every candidate vector is ranked by its graph copy (the vec_keys come
+    from the vector table's key index, the vectors from memory, so no vector
+    row is read); the condition is checked best first, a growing prefix at a
+    time, until ``k`` pass and every candidate that could still overtake the
+    ``k``-th once exact has been checked; those few are scored exactly from
+    their float32 rows (:func:`rescored`). A filter admitting 1,000 of 100k
+    memories thus reads about 1,000 index entries and a few dozen rows.
+    """
+    index.sync_for_search(conn)  # what the graph lacks is read below
+    sql, params = candidates
+    rows = conn.execute(
+        f"SELECT vec_key, key FROM {space.table} WHERE key IN ({sql}) ORDER BY vec_key", params
+    ).fetchall()
+    if not rows:
+        return []
+    vec_keys = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+    owners = np.fromiter((r[1] for r in rows), np.int64, len(rows))
+    sims = _graph_cosines(conn, index, vec_keys, query, space)
+    order = np.lexsort((vec_keys, -sims))  # best first, ties by vec_key
+    vec_keys, owners, sims = vec_keys[order], owners[order], sims[order]
+    passing: list[int] = []
+    checked, step = 0, max(4 * k, 64)
+    while True:
+        end = min(len(vec_keys), checked + step)
+        passing += _passing(conn, np.unique(owners[checked:end]).tolist(), condition)
+        checked, step = end, step * 4
+        keep = np.isin(owners[:checked], np.asarray(passing, np.int64))
+        found = (vec_keys[:checked][keep], owners[:checked][keep], sims[:checked][keep])
+        if checked == len(vec_keys):
+            break
+        top = _select_arrays(found, k, cap)
+        # Done once the unchecked rest lies below what rescoring could lift past the k-th.
+        if len(top) == k and sims[checked] < top[-1][2] - RESCORE_MARGIN:
+            break
+    ordered = list(zip(*(a.tolist() for a in found), strict=True))
+    return rescored(conn, index.dims, query, ordered, k, cap, space)
+
+
+def _graph_cosines(
+    conn: apsw.Connection,
+    index: VectorIndex,
+    vec_keys: npt.NDArray[np.int64],
+    query: npt.NDArray[np.float32],
+    space: Space,
+) -> npt.NDArray[np.float32]:
+    """Cosines of ``vec_keys`` from the graph's copies; the rows it lacks are read from SQLite."""
+    copies = index.vectors(vec_keys)
+    absent = [i for i, row in enumerate(copies) if row is None]
+    filler = np.zeros(index.dims, np.float32)
+    vectors = np.stack([filler if row is None else row for row in copies]).astype(np.float32)
+    if absent:  # a bulk load's tail not added yet
+        loaded_keys, _, loaded = vector_rows.load(
+            conn, vec_keys[absent].tolist(), index.dims, space
+        )
+        at = {v: i for i, v in enumerate(loaded_keys.tolist())}
+        for i in absent:
+            if int(vec_keys[i]) in at:
+                vectors[i] = loaded[at[int(vec_keys[i])]]
+    return cosines(vectors, query)
 
 
 def with_tail(
