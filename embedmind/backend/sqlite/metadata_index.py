@@ -37,6 +37,9 @@ _NUMBERS = ("integer", "real")
 _RANGE = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 Sql = tuple[str, list[Any]]
+MAX_TERMS = 100
+"""Terms of one compound ``SELECT`` (SQLite refuses more than 500: an ``$or`` of as many
+conditions as a filter may hold would exceed it)."""
 
 
 def _entries(row: str, rows: str = "") -> str:
@@ -195,8 +198,16 @@ def _scalars(key: str, values: list[Scalar], prefix: str) -> Sql:
 
 
 def combine(parts: list[Sql], operator: str) -> Sql:
-    """``parts`` joined by a compound operator (each part a ``SELECT key``)."""
+    """``parts`` joined by a compound operator (each part a ``SELECT key``).
+
+    At most :data:`MAX_TERMS` parts share one compound ``SELECT``; more are
+    grouped into nested ones (a union of unions, an intersection of
+    intersections: the same set).
+    """
     if len(parts) == 1:
         return parts[0]
+    if len(parts) > MAX_TERMS:
+        starts = range(0, len(parts), MAX_TERMS)
+        return combine([combine(parts[i : i + MAX_TERMS], operator) for i in starts], operator)
     sql = f" {operator} ".join(f"SELECT key FROM ({p})" for p, _ in parts)
     return sql, [v for _, params in parts for v in params]
