@@ -14,7 +14,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # Each phase prints its wall and CPU time (scripts/phase.py).
 PHASE := $(PYTHON) $(CURDIR)/scripts/phase.py
 
-.PHONY: demo test checks lint typecheck importlint docs unit unit-parallel unit-engine unit-beside unit-serial dist check-dist bench bench-all bench-100k bench-1m bench-lexical clean
+.PHONY: demo test checks lint typecheck importlint docs unit unit-parallel unit-serial dist check-dist bench bench-all bench-100k bench-1m bench-lexical clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,21 +64,10 @@ WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n > 8 ? 8 : n ))
 XDIST := -n $(WORKERS) --dist loadscope
 PYTEST := $(CURDIR)/$(BIN)/python -m pytest
 
-# The engine's suite, the big one, on every core.
-unit-engine: $(STAMP)
-	$(PHASE) engine $(PYTEST) $(XDIST) -m 'not slow and not bench and not serial'
-
-# The smaller suites (the notebooks, the adapters, the benchmarks' own tests), one after
-# another; BESIDE_XDIST spreads each over the cores (`make test` runs them in one process
-# each instead, beside the engine's suite, so that they fill the cores its workers leave idle).
-BESIDE_XDIST ?= $(XDIST)
-unit-beside: $(STAMP)
-	cd notebooks && $(PHASE) notebooks $(PYTEST) --nbmake -q -p no:cacheprovider $(BESIDE_XDIST) .
-	for dist in $(DISTRIBUTIONS); do (cd $$dist && $(PHASE) $$dist $(PYTEST) $(BESIDE_XDIST)) || exit 1; done
-
 unit-parallel: $(STAMP)
-	$(MAKE) --no-print-directory unit-engine
-	$(MAKE) --no-print-directory unit-beside
+	$(PHASE) engine $(PYTEST) $(XDIST) -m 'not slow and not bench and not serial'
+	cd notebooks && $(PHASE) notebooks $(PYTEST) --nbmake -q -p no:cacheprovider $(XDIST) .
+	for dist in $(DISTRIBUTIONS); do (cd $$dist && $(PHASE) $$dist $(PYTEST) $(XDIST)) || exit 1; done
 
 unit-serial: $(STAMP)
 	$(PHASE) engine-serial $(PYTEST) -m 'serial and not slow and not bench'
@@ -104,21 +93,16 @@ check-dist: $(STAMP)
 # in `make test`.
 checks: lint typecheck importlint docs check-dist
 
-# Three things at once, none of which times anything: the checks (mostly one core or
-# the disk), the smaller suites one process at a time, and the engine's suite on every
-# core; the other two's output after the engine's. Side by side they keep both cores busy:
-# one after the other, the engine's suite kept 1.26 cores busy on average (its slowest
-# modules end alone) and each smaller suite paid its workers' startup and its own tail.
-# Then the serial tests alone, on an otherwise idle machine.
+# The checks and the parallel suites at once (neither times anything, and the checks
+# mostly wait on one core or the disk), their output after the suites'; then the
+# serial tests alone, on an otherwise idle machine.
 test: $(STAMP)
 	@mkdir -p build
 	@$(PHASE) checks $(MAKE) --no-print-directory checks > build/checks.log 2>&1 & checks=$$!; \
-	$(PHASE) beside $(MAKE) --no-print-directory unit-beside BESIDE_XDIST=-n0 > build/suites.log 2>&1 & beside=$$!; \
-	$(MAKE) --no-print-directory unit-engine; engine=$$?; \
-	wait $$beside; suites=$$?; wait $$checks; checked=$$?; \
-	echo "--- the smaller suites (ran beside the engine's; build/suites.log) ---"; cat build/suites.log; \
+	$(MAKE) --no-print-directory unit-parallel; suites=$$?; \
+	wait $$checks; checked=$$?; \
 	echo "--- make checks (ran beside the suites; build/checks.log) ---"; cat build/checks.log; \
-	[ $$engine -eq 0 ] && [ $$suites -eq 0 ] && [ $$checked -eq 0 ]
+	[ $$suites -eq 0 ] && [ $$checked -eq 0 ]
 	$(MAKE) --no-print-directory unit-serial
 
 # Benchmarks (docs/benchmarks.md): the bench/ distribution, installed editable by
