@@ -127,7 +127,7 @@ def compile_probe(where: Clause | None) -> Sql | None:
 def _probe(clause: Clause, checks: list[Sql]) -> Sql | None:
     """The probe of one node; type-checked tests also append their mismatch probe to ``checks``."""
     if isinstance(clause, Not):
-        _collect_checks(clause.clause, checks)
+        _probe(clause.clause, checks)  # unbounded, but its type-checked tests still raise
         return None
     if isinstance(clause, All):
         parts = [_probe(c, checks) for c in clause.clauses]
@@ -139,11 +139,6 @@ def _probe(clause: Clause, checks: list[Sql]) -> Sql | None:
             return None
         return combine([p for p in parts if p is not None], "UNION")
     return _test(clause, checks)
-
-
-def _collect_checks(clause: Clause, checks: list[Sql]) -> None:
-    """Append the mismatch probes of every type-checked test under ``clause``."""
-    _probe(clause, checks)
 
 
 def _test(test: Test, checks: list[Sql]) -> Sql | None:
