@@ -11,9 +11,9 @@ are searched through :mod:`~embedmind.backend.sqlite.vector_search`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import apsw
 
@@ -59,23 +59,23 @@ class _Facet:
     def __init__(self, conn: apsw.Connection, parts: Parts) -> None:
         self.conn = conn
         self.parts = parts
-        self._compiled: dict[int, tuple[Selection, Condition]] = {}
-        self._candidates: dict[int, tuple[Selection, Condition | None]] = {}
+        self._compiled: dict[tuple[int, str], tuple[Selection, Any]] = {}
 
     def condition(self, selection: Selection) -> Condition:
         """The compiled selection, compiled once per session and selection."""
-        cached = self._compiled.get(id(selection))
-        if cached is None or cached[0] is not selection:
-            cached = (selection, compile_selection(selection))
-            self._compiled[id(selection)] = cached
-        return cached[1]
+        return cast(Condition, self._once(selection, compile_selection))
 
     def candidates(self, selection: Selection) -> Condition | None:
         """The selection's index-read candidate keys (``compile_candidates``), once per session."""
-        cached = self._candidates.get(id(selection))
+        return cast("Condition | None", self._once(selection, compile_candidates))
+
+    def _once(self, selection: Selection, compile: Callable[[Selection], Any]) -> Any:
+        # Keyed by identity and kept beside the selection, so a freed selection's
+        # reused id never answers for a new one.
+        slot = (id(selection), compile.__name__)
+        cached = self._compiled.get(slot)
         if cached is None or cached[0] is not selection:
-            cached = (selection, compile_candidates(selection))
-            self._candidates[id(selection)] = cached
+            cached = self._compiled[slot] = (selection, compile(selection))
         return cached[1]
 
 
