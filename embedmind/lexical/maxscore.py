@@ -141,17 +141,22 @@ def canonical(lists: Sequence[TermList]) -> list[TermList]:
 def exhaustive(lists: Sequence[TermList], avgdl: float) -> tuple[I64, npt.NDArray[np.float64]]:
     """Every document holding a query term, with its exact score (:func:`canonical` order)."""
     ordered = canonical(lists)
-    acc, keys = _Accumulator(ordered), []
-    for i, term in enumerate(ordered):
+    return _summed(ordered, [term.scores(avgdl) for term in ordered])
+
+
+def _summed(order: list[TermList], scores: list[F32]) -> tuple[I64, npt.NDArray[np.float64]]:
+    """:func:`exhaustive` of terms already in :func:`canonical` order, with their contributions."""
+    acc, keys = _Accumulator(order), []
+    for i, (term, contributions) in enumerate(zip(order, scores, strict=True)):
         if i == 0:  # the buffer is clean: every key is new, and 0.0 + s is s
-            acc.values[term.keys] = term.scores(avgdl)
+            acc.values[term.keys] = contributions
             keys.append(term.keys)
         else:
-            keys.append(acc.add(term, term.scores(avgdl)))
+            keys.append(acc.add(term, contributions))
     found = np.concatenate(keys) if keys else np.empty(0, np.int64)
-    scores = acc.values[found]
+    totals = acc.values[found]
     acc.release(found)
-    return found, scores
+    return found, totals
 
 
 def lookup(lists: Sequence[TermList], avgdl: float, keys: I64, partial: F64 | None = None) -> F64:
@@ -225,7 +230,9 @@ def top(
         if _worth_pruning(order, theta, share):
             keys, found, theta = _pruned(order, scores, theta, m, tally)
             return _best(keys, found, m, theta)
-    keys, found = exhaustive(lists, avgdl)
+        keys, found = _summed(order, scores)  # what the seed already computed
+    else:
+        keys, found = exhaustive(lists, avgdl)
     if tally is not None:
         tally.count(sum(len(term.blocks()[0]) for term in lists), 0)
     return _best(keys, found, m, 0.0)
