@@ -17,7 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import apsw
 import numpy as np
@@ -65,7 +65,7 @@ class LexicalIndex:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._terms: _LRU[_Cached] = _LRU(CACHE_BYTES)
+        self._terms = _LRU(CACHE_BYTES)
         self._table: tuple[str, Table] = ("", aliases.EMPTY)
         self.tally = maxscore.Tally()
         """Blocks this process's text queries scored and skipped (block-max pruning)."""
@@ -282,10 +282,9 @@ class LexicalIndex:
         """The term's decoded postings: cached, or refreshed reading only changed blocks."""
         with self._lock:
             stale = self._terms.peek(row.term_id)
-        if stale is not None and stale[0] == row.version:
-            with self._lock:
+            if stale is not None and stale[0] == row.version:
                 self._terms.touch(row.term_id)
-            return stale[1]
+                return stale[1]
         versions = postings.block_versions(conn, row.term_id)
         kept = stale[1].by_block() if stale is not None else {}
         missing = [b for b, v in versions if (b, v) not in kept]
@@ -308,7 +307,7 @@ class LexicalIndex:
     def clear_cache(self) -> None:
         """Drop every cached posting (after a vacuum or a rebuild)."""
         with self._lock:
-            self._terms = _LRU[_Cached](CACHE_BYTES)
+            self._terms = _LRU(CACHE_BYTES)
 
 
 def _insert_between(conn: apsw.Connection, term_id: int, new: Postings, version: int) -> None:
@@ -444,19 +443,16 @@ class _Cached:
         return TermList(self.keys, self.tf, self.length, idf, bound, self.starts, bounds)
 
 
-V = TypeVar("V", bound=_Cached)
-
-
-class _LRU(Generic[V]):
+class _LRU:
     """Versioned LRU of decoded postings, bounded by their bytes (:attr:`_Cached.nbytes`)."""
 
     def __init__(self, capacity: int) -> None:
-        self._items: OrderedDict[int, tuple[int, V]] = OrderedDict()
+        self._items: OrderedDict[int, tuple[int, _Cached]] = OrderedDict()
         self.size = 0
         """Bytes held."""
         self._capacity = capacity
 
-    def peek(self, key: int) -> tuple[int, V] | None:
+    def peek(self, key: int) -> tuple[int, _Cached] | None:
         """``(version, value)`` whatever the version (a stale entry's blocks are reused)."""
         return self._items.get(key)
 
@@ -465,7 +461,7 @@ class _LRU(Generic[V]):
         if key in self._items:
             self._items.move_to_end(key)
 
-    def put(self, key: int, version: int, value: V) -> None:
+    def put(self, key: int, version: int, value: _Cached) -> None:
         old = self._items.pop(key, None)
         if old is not None:
             self.size -= old[1].nbytes
