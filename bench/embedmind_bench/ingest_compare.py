@@ -37,6 +37,9 @@ from embedmind_bench.corpus import iter_documents
 from embedmind_bench.sizes import parse_sizes, size_label
 from embedmind_bench.vectordata import mixed_vectors
 
+BENCH_ROOT = Path(__file__).resolve().parents[1]
+"""The directory holding this ``embedmind_bench``, for the children's imports."""
+
 PRELUDE = r"""
 import sys
 # The tree under test comes first, ahead of an editable install's import hook
@@ -45,6 +48,8 @@ sys.meta_path[:] = [
     f for f in sys.meta_path if "editable" not in str(getattr(f, "__module__", "")).lower()
 ]
 sys.path.insert(0, sys.argv.pop(1))
+# This run's own embedmind_bench (the corpus), wherever it is installed; after the tree.
+sys.path.append(sys.argv.pop(1))
 """
 
 CHILD = r"""
@@ -101,7 +106,7 @@ def _child(
     store = workdir / f"{tree.name}-{mode}-{size}.mind"
     args = [mode, str(size), str(seed), str(files["vectors"]), str(files["queries"]), str(store)]
     done = subprocess.run(  # noqa: S603 - this interpreter, our own script
-        [sys.executable, "-c", PRELUDE + CHILD, str(tree), *args],
+        [sys.executable, "-c", PRELUDE + CHILD, str(tree), str(BENCH_ROOT), *args],
         capture_output=True,
         text=True,
         check=False,
