@@ -43,7 +43,9 @@ def test_code_blocks_run(page: str, tmp_path: Path) -> None:
         [sys.executable, str(RUNNER), "blocks.json", "results.json"],
         cwd=tmp_path, capture_output=True, text=True, timeout=290,
     )  # fmt: skip
-    assert run.returncode == 0, f"{page}: the runner failed:\n{run.stderr[-3000:]}"
+    started = [line[4:] for line in run.stdout.splitlines() if line.startswith("--- ")]
+    last = started[-1] if started else "before its first block"
+    assert run.returncode == 0, f"the runner died in {last}:\n{run.stderr[-3000:]}"
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert [r["where"] for r in results] == [b["where"] for b in blocks]
     failed = {r["where"]: r["error"][-3000:] for r in results if r["error"]}
