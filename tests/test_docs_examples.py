@@ -34,19 +34,22 @@ PAGES = _pages()
 @pytest.mark.parametrize("page", list(PAGES))
 def test_code_blocks_run(page: str, tmp_path: Path) -> None:
     blocks = []
-    for i, code in enumerate(PAGES[page]):
-        cwd = tmp_path / f"block{i + 1}"
+    for i, code in enumerate(PAGES[page], start=1):
+        source, cwd = tmp_path / f"block{i}.py", tmp_path / f"block{i}"
+        source.write_text(code, encoding="utf-8")
         cwd.mkdir()
-        blocks.append({"where": f"{page}#{i + 1}", "code": code, "cwd": str(cwd)})
+        blocks.append({"where": f"{page}#{i}", "path": str(source), "cwd": str(cwd)})
     (tmp_path / "blocks.json").write_text(json.dumps(blocks), encoding="utf-8")
+    (tmp_path / "results.jsonl").touch()  # there even if the runner dies before its first block
     run = subprocess.run(
-        [sys.executable, str(RUNNER), "blocks.json", "results.json"],
+        [sys.executable, str(RUNNER), "blocks.json", "results.jsonl"],
         cwd=tmp_path, capture_output=True, text=True, timeout=290,
     )  # fmt: skip
-    started = [line[4:] for line in run.stdout.splitlines() if line.startswith("--- ")]
-    last = started[-1] if started else "before its first block"
-    assert run.returncode == 0, f"the runner died in {last}:\n{run.stderr[-3000:]}"
-    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    lines = (tmp_path / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    results = [json.loads(line) for line in lines]
+    if run.returncode != 0:  # the first block without a result line is the one it died in
+        died = blocks[len(results)]["where"] if len(results) < len(blocks) else "after the blocks"
+        pytest.fail(f"the runner died in {died}:\n{run.stderr[-3000:]}")
     assert [r["where"] for r in results] == [b["where"] for b in blocks]
     failed = {r["where"]: r["error"][-3000:] for r in results if r["error"]}
     assert not failed, "\n".join(f"{where} failed:\n{error}" for where, error in failed.items())
