@@ -119,9 +119,27 @@ class SqliteBackend:
 
     @contextmanager
     def write(self) -> Iterator[SqliteWrite]:
-        """Open a write transaction."""
+        """Open a write transaction.
+
+        Every write of the commit path commits here, so this is where the
+        missing-vectors cache learns what each one did: worked out inside the
+        transaction (no other writer can move the marks meanwhile), installed
+        only once COMMIT returned, so a rollback leaves the cache as it was.
+        """
         with self.database.write() as conn:
-            yield SqliteWrite(conn, self.parts)
+            watch = self.parts.missing.watch(conn)
+            yield SqliteWrite(conn, self.parts, watch)
+            watch.settle(conn)
+        if watch.committed():
+            self._learn_missing_vectors()
+
+    def _learn_missing_vectors(self) -> None:
+        """Compute the missing-vectors cache from a fresh snapshot; never raises (it is a cache)."""
+        try:
+            with self.database.read() as conn:
+                self.parts.missing.live_keys(conn)
+        except StorageError as e:  # the write committed: the first recall scans instead
+            logger.warning("could not list the memories without vectors of %s: %s", self.path, e)
 
     def checkpoint(self, timeout: float) -> str | None:
         """Fold the WAL into the main file; why not, when it could not."""

@@ -21,6 +21,7 @@ from embedmind.backend.sqlite import (
     session_rows,
     vector_rows,
 )
+from embedmind.backend.sqlite.missing_vectors import WriteWatch
 from embedmind.backend.sqlite.session import (
     _SPACES,
     Parts,
@@ -53,9 +54,13 @@ class _Versioned:
 class SqliteRecordWrites(SqliteRecords):
     """:class:`~embedmind.backend.protocol.RecordWrites` over SQLite."""
 
-    def __init__(self, conn: apsw.Connection, parts: Parts, version: _Versioned) -> None:
+    def __init__(
+        self, conn: apsw.Connection, parts: Parts, version: _Versioned, watch: WriteWatch | None
+    ) -> None:
         super().__init__(conn, parts)
         self.version = version
+        self.watch = watch
+        """Told of every memory whose vectors this session removes (the missing-vectors cache)."""
 
     def insert_many(self, batch: Sequence[Prepared]) -> list[int]:
         return records.insert_many(self.conn, batch)
@@ -80,7 +85,7 @@ class SqliteRecordWrites(SqliteRecords):
         version = self.version.get()
         for key in keys:
             self.parts.lexical.remove(self.conn, key, version)
-            vector_rows.remove_memory(self.conn, key)
+            self._removed(key, vector_rows.remove_memory(self.conn, key))
             vector_rows.remove_memory(self.conn, key, vector_rows.FRAGMENTS)
             fragment_rows.set_source(self.conn, key, None)
             graph_rows.drop_memory(self.conn, key)
@@ -104,7 +109,14 @@ class SqliteRecordWrites(SqliteRecords):
         return vector_rows.add_many(self.conn, items)
 
     def remove_vectors(self, key: int, space: Space = Space.MEMORY) -> int:
-        return vector_rows.remove_memory(self.conn, key, _SPACES[space])
+        removed = vector_rows.remove_memory(self.conn, key, _SPACES[space])
+        if space is Space.MEMORY:
+            self._removed(key, removed)
+        return removed
+
+    def _removed(self, key: int, vectors: int) -> None:
+        if self.watch is not None:
+            self.watch.removed(key, vectors)
 
 
 class SqliteGraphWrites(SqliteGraph):
@@ -241,10 +253,12 @@ class SqliteAliasWrites(SqliteAliases):
 class SqliteWrite(SqliteRead):
     """One write transaction (:class:`~embedmind.backend.protocol.WriteSession`)."""
 
-    def __init__(self, conn: apsw.Connection, parts: Parts) -> None:
+    def __init__(
+        self, conn: apsw.Connection, parts: Parts, watch: WriteWatch | None = None
+    ) -> None:
         super().__init__(conn, parts)
         version = _Versioned(conn)
-        self.records: SqliteRecordWrites = SqliteRecordWrites(conn, parts, version)
+        self.records: SqliteRecordWrites = SqliteRecordWrites(conn, parts, version, watch)
         self.graph: SqliteGraphWrites = SqliteGraphWrites(conn, parts)
         self.fragments: SqliteFragmentWrites = SqliteFragmentWrites(conn, parts)
         self.lifecycle: SqliteLifecycleWrites = SqliteLifecycleWrites(conn, parts, version)

@@ -317,6 +317,16 @@ def log_window(conn: apsw.Connection, seq: int) -> tuple[int | None, int, bool]:
     return (None if row[0] is None else int(row[0])), int(row[1]), row[2] == 0
 
 
+def log_removals(conn: apsw.Connection, seq: int) -> tuple[int | None, int, int]:
+    """``(first seq, entries, removals)`` of the vector log after ``seq``."""
+    row = fetch_one(
+        conn,
+        "SELECT min(seq), count(*), coalesce(sum(added = 0), 0) FROM vector_log WHERE seq > ?",
+        (seq,),
+    )
+    return (None if row[0] is None else int(row[0])), int(row[1]), int(row[2])
+
+
 def rows_without_vectors(conn: apsw.Connection, after: int = 0) -> list[int]:
     """Keys above ``after`` of memory rows, live or forgotten, that have no vector."""
     if after == 0:
