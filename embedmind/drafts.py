@@ -6,6 +6,7 @@ typed error that names the field and nothing is written.
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 import math
@@ -322,26 +323,45 @@ def decode_metadata(text: str) -> dict[str, Any]:
     return value
 
 
-def memory_of(p: Prepared) -> Memory:
-    """The :class:`Memory` a fresh insert of ``p`` stores, without reading it back."""
-    return Memory(
-        id=p.id,
-        namespace=p.namespace,
-        content=p.content,
-        metadata=decode_metadata(p.metadata_json),
-        tags=p.tags,
-        tier=Tier(p.tier),
-        level=Level(p.level),
-        agent=p.agent,
-        session_id=p.session_id,
-        created_at=timestamps.from_micros(p.created_at),
-        updated_at=timestamps.from_micros(p.updated_at),
-        valid_from=timestamps.from_micros(p.valid_from),
-        valid_to=timestamps.optional_from_micros(p.valid_to),
-        expires_at=timestamps.optional_from_micros(p.expires_at),
-        superseded_by=None,
-        confidence=p.confidence,
-        access_count=0,
-        last_accessed_at=None,
-        fingerprint=p.fingerprint,
-    )
+def memories_of(batch: Sequence[Prepared]) -> list[Memory]:
+    """The :class:`Memory` each fresh insert of ``batch`` stores, without reading it back.
+
+    A batch's records share their write instant, so each distinct time is
+    converted to a datetime once per batch, not three times per record.
+    """
+    times: dict[int, _dt.datetime] = {}
+    return [
+        Memory(
+            id=p.id,
+            namespace=p.namespace,
+            content=p.content,
+            metadata=decode_metadata(p.metadata_json),
+            tags=p.tags,
+            tier=_TIERS[p.tier],
+            level=_LEVELS[p.level],
+            agent=p.agent,
+            session_id=p.session_id,
+            created_at=_instant(times, p.created_at),
+            updated_at=_instant(times, p.updated_at),
+            valid_from=_instant(times, p.valid_from),
+            valid_to=None if p.valid_to is None else _instant(times, p.valid_to),
+            expires_at=None if p.expires_at is None else _instant(times, p.expires_at),
+            superseded_by=None,
+            confidence=p.confidence,
+            access_count=0,
+            last_accessed_at=None,
+            fingerprint=p.fingerprint,
+        )
+        for p in batch
+    ]
+
+
+_TIERS = {member.value: member for member in Tier}
+_LEVELS = {member.value: member for member in Level}
+
+
+def _instant(times: dict[int, _dt.datetime], micros: int) -> _dt.datetime:
+    found = times.get(micros)
+    if found is None:
+        found = times[micros] = timestamps.from_micros(micros)
+    return found

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from embedmind import timestamps
 from embedmind.backend.protocol import RecordWrites, WriteSession
 from embedmind.backend.values import RowRef, Space
-from embedmind.drafts import Prepared, memory_of
+from embedmind.drafts import Prepared, memories_of
 from embedmind.errors import ConflictError, InvalidInputError, NotFoundError
 from embedmind.model import Memory
 from embedmind.vectors.embedding import Embedded, row_blobs
@@ -70,7 +70,7 @@ def apply_batch(
         if _link_graph(session, batch, keys, replace=False):
             stored = rows.load(keys)  # supersession changed rows
             return [stored[key] for key in keys]
-        return [memory_of(p) for p in batch]
+        return memories_of(batch)
     return _apply_one_by_one(session, batch, embedded)
 
 
