@@ -163,12 +163,12 @@ def remember_many(
 def _collector_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector for a bulk write, if it runs.
 
-    A batch allocates tens of thousands of records, rows and memories, none of
-    them in reference cycles, yet each allocation counts towards the next
-    collection: the full collections that followed scanned every live object
-    and took 15 % of a 100k text-only load's main thread. Reference counting
-    still frees everything; the collector resumes (if this call paused it)
-    when the write returns or raises.
+    A batch allocates tens of thousands of records, rows and memories, none
+    of them in reference cycles, yet every allocation counts towards the next
+    collection, and the full collections scan every live object: they took
+    1-2 s of a 50k load's main thread, about a tenth. Reference counting still
+    frees everything; the collector resumes (if this call paused it) when the
+    write returns or raises.
     """
     if not gc.isenabled():  # the caller (or another bulk write) has it off
         yield
