@@ -6,14 +6,14 @@ typed error that names the field and nothing is written.
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 import math
-import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from embedmind import timestamps
 from embedmind.checks import a_str, is_number, no_surrogates
@@ -29,7 +29,12 @@ MAX_METADATA_DEPTH = 32
 MAX_TAGS = 256
 MAX_TAG_CHARS = 128
 _INT64 = (-(2**63), 2**63 - 1)
-_SPACES = re.compile(r"\s+")
+_PLAIN_SEQUENCES = (list, tuple)
+"""The usual sequence types, accepted without the (much slower) ``Sequence`` ABC check."""
+_ENUM_VALUES: dict[type[Tier] | type[Level], dict[str, str]] = {
+    enum: {member.value: member.value for member in enum} for enum in (Tier, Level)
+}
+"""Each enum's stored values by value; a member is the str of its value, so finds itself."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,9 @@ class Prepared:
 
 def fingerprint(content: str) -> str:
     """Hash normalised content (NFKC, case-folded, whitespace collapsed) for dedup."""
-    normal = _SPACES.sub(" ", unicodedata.normalize("NFKC", content).casefold()).strip()
+    # split() and strip() take the whitespace the regex \s+ does (str.isspace),
+    # so this is the regex collapse-and-strip, at a fifth of its cost.
+    normal = " ".join(unicodedata.normalize("NFKC", content).casefold().split())
     return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:32]
 
 
@@ -212,8 +219,15 @@ def _content(content: object) -> str:
     return content
 
 
+def _sequence(values: object) -> TypeGuard[Sequence[Any]]:
+    """Whether ``values`` is a sequence other than a str."""
+    if type(values) in _PLAIN_SEQUENCES:
+        return True
+    return not isinstance(values, str) and isinstance(values, Sequence)
+
+
 def _tags(tags: object) -> tuple[str, ...]:
-    if isinstance(tags, str) or not isinstance(tags, Sequence):
+    if not _sequence(tags):
         raise InvalidInputError("tags", "expected a list of str")
     if len(tags) > MAX_TAGS:
         raise InvalidInputError("tags", f"more than {MAX_TAGS} tags")
@@ -236,17 +250,17 @@ def _bounded(value: object, field: str, limit: int) -> str:
 
 
 def _entities(values: object) -> tuple[str, ...]:
-    if isinstance(values, str) or not isinstance(values, Sequence):
+    if not _sequence(values):
         raise InvalidInputError("entities", "expected a list of str")
     return tuple(dict.fromkeys(_bounded(v, "entities", MAX_ENTITY_BYTES) for v in values))
 
 
 def _relations(values: object) -> tuple[tuple[str, str], ...]:
-    if isinstance(values, str) or not isinstance(values, Sequence):
+    if not _sequence(values):
         raise InvalidInputError("relations", "expected a list of (kind, target id) pairs")
     out = []
     for item in values:
-        if isinstance(item, str) or not isinstance(item, Sequence) or len(item) != 2:
+        if not _sequence(item) or len(item) != 2:
             raise InvalidInputError("relations", "each relation is a (kind, target id) pair")
         out.append(
             (_bounded(item[0], "relations", MAX_KIND_BYTES), validate_id(item[1], "relations"))
@@ -255,7 +269,7 @@ def _relations(values: object) -> tuple[tuple[str, str], ...]:
 
 
 def _ids(values: object, field: str) -> list[str]:
-    if isinstance(values, str) or not isinstance(values, Sequence):
+    if not _sequence(values):
         raise InvalidInputError(field, "expected a list of ids")
     return [validate_id(v, field) for v in values]
 
@@ -265,6 +279,10 @@ def _plain_text(value: object, field: str) -> str:
 
 
 def _enum(enum: type[Tier] | type[Level], value: object, field: str) -> str:
+    if type(value) is enum or type(value) is str:  # the usual inputs: one dict lookup
+        known = _ENUM_VALUES[enum].get(value)
+        if known is not None:
+            return known
     try:
         return str(enum(value).value)
     except ValueError:
@@ -305,26 +323,45 @@ def decode_metadata(text: str) -> dict[str, Any]:
     return value
 
 
-def memory_of(p: Prepared) -> Memory:
-    """The :class:`Memory` a fresh insert of ``p`` stores, without reading it back."""
-    return Memory(
-        id=p.id,
-        namespace=p.namespace,
-        content=p.content,
-        metadata=decode_metadata(p.metadata_json),
-        tags=p.tags,
-        tier=Tier(p.tier),
-        level=Level(p.level),
-        agent=p.agent,
-        session_id=p.session_id,
-        created_at=timestamps.from_micros(p.created_at),
-        updated_at=timestamps.from_micros(p.updated_at),
-        valid_from=timestamps.from_micros(p.valid_from),
-        valid_to=timestamps.optional_from_micros(p.valid_to),
-        expires_at=timestamps.optional_from_micros(p.expires_at),
-        superseded_by=None,
-        confidence=p.confidence,
-        access_count=0,
-        last_accessed_at=None,
-        fingerprint=p.fingerprint,
-    )
+def memories_of(batch: Sequence[Prepared]) -> list[Memory]:
+    """The :class:`Memory` each fresh insert of ``batch`` stores, without reading it back.
+
+    A batch's records share their write instant, so each distinct time is
+    converted to a datetime once per batch, not three times per record.
+    """
+    times: dict[int, _dt.datetime] = {}
+    return [
+        Memory(
+            id=p.id,
+            namespace=p.namespace,
+            content=p.content,
+            metadata=decode_metadata(p.metadata_json),
+            tags=p.tags,
+            tier=_TIERS[p.tier],
+            level=_LEVELS[p.level],
+            agent=p.agent,
+            session_id=p.session_id,
+            created_at=_instant(times, p.created_at),
+            updated_at=_instant(times, p.updated_at),
+            valid_from=_instant(times, p.valid_from),
+            valid_to=None if p.valid_to is None else _instant(times, p.valid_to),
+            expires_at=None if p.expires_at is None else _instant(times, p.expires_at),
+            superseded_by=None,
+            confidence=p.confidence,
+            access_count=0,
+            last_accessed_at=None,
+            fingerprint=p.fingerprint,
+        )
+        for p in batch
+    ]
+
+
+_TIERS = {member.value: member for member in Tier}
+_LEVELS = {member.value: member for member in Level}
+
+
+def _instant(times: dict[int, _dt.datetime], micros: int) -> _dt.datetime:
+    found = times.get(micros)
+    if found is None:
+        found = times[micros] = timestamps.from_micros(micros)
+    return found

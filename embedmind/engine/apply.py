@@ -17,12 +17,12 @@ import numpy as np
 import numpy.typing as npt
 
 from embedmind import timestamps
-from embedmind.backend.protocol import WriteSession
+from embedmind.backend.protocol import RecordWrites, WriteSession
 from embedmind.backend.values import RowRef, Space
-from embedmind.drafts import Prepared, memory_of
+from embedmind.drafts import Prepared, memories_of
 from embedmind.errors import ConflictError, InvalidInputError, NotFoundError
 from embedmind.model import Memory
-from embedmind.vectors.embedding import Embedded
+from embedmind.vectors.embedding import Embedded, row_blobs
 
 VectorsWritten = Callable[[npt.NDArray[np.int64], npt.NDArray[np.float32]], None]
 """Told the vec_keys and unit float32 rows a transaction just stored."""
@@ -64,17 +64,34 @@ def apply_batch(
         # Vectors before postings: the index can be extended with them while
         # the postings, the larger part of the work, are written.
         with_vectors = [(k, v) for k, v in zip(keys, embedded, strict=True) if v is not None]
-        # One call for the batch: a server backend writes it in one round trip.
-        vec_keys = rows.put_vectors_many([(k, v.spans, v.blobs()) for k, v in with_vectors])
-        matrices = [v.vectors for _, v in with_vectors]
-        if vectors_written is not None and vec_keys:
-            vectors_written(np.asarray(vec_keys, dtype=np.int64), np.concatenate(matrices))
+        if with_vectors:
+            _put_vectors(rows, with_vectors, vectors_written)
         rows.index_text([(key, p.content) for key, p in zip(keys, batch, strict=True)])
         if _link_graph(session, batch, keys, replace=False):
             stored = rows.load(keys)  # supersession changed rows
             return [stored[key] for key in keys]
-        return [memory_of(p) for p in batch]
+        return memories_of(batch)
     return _apply_one_by_one(session, batch, embedded)
+
+
+def _put_vectors(
+    rows: RecordWrites,
+    with_vectors: Sequence[tuple[int, Embedded]],
+    vectors_written: VectorsWritten | None,
+) -> None:
+    """Store new memories' vectors in one call, their blobs cut from one matrix."""
+    matrix = np.concatenate([v.vectors for _, v in with_vectors])
+    blobs = row_blobs(matrix)
+    items = []
+    at = 0
+    for key, vectors in with_vectors:
+        count = len(vectors.spans)
+        items.append((key, vectors.spans, blobs[at : at + count]))
+        at += count
+    # One call for the batch: a server backend writes it in one round trip.
+    vec_keys = rows.put_vectors_many(items)
+    if vectors_written is not None and vec_keys:
+        vectors_written(np.asarray(vec_keys, dtype=np.int64), matrix)
 
 
 def _link_graph(

@@ -19,6 +19,8 @@ import Stemmer
 
 MAX_TOKEN_CHARS = 64
 _WORD = re.compile(r"\w+")
+_LONG_WORD = re.compile(rf"\w{{{MAX_TOKEN_CHARS + 1}}}")
+"""Matches where a :data:`_WORD` token is longer than :data:`MAX_TOKEN_CHARS`."""
 _SEPARATOR = "\x00"
 """Joins a batch's texts (:func:`analyze_many`): a starter that no normalisation
 composes, produces or folds, and that no word contains."""
@@ -57,7 +59,10 @@ def _fold(text: str) -> str:
 
 
 def _words(folded: str) -> list[str]:
-    return [t for t in _WORD.findall(folded) if len(t) <= MAX_TOKEN_CHARS]
+    words: list[str] = _WORD.findall(folded)
+    if _LONG_WORD.search(folded) is None:  # nearly every text: no token to drop
+        return words
+    return [t for t in words if len(t) <= MAX_TOKEN_CHARS]
 
 
 def _content_words(folded: str) -> list[str]:
