@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import gc
 import logging
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -167,17 +168,30 @@ def _collector_paused() -> Iterator[None]:
     of them in reference cycles, yet every allocation counts towards the next
     collection, and the full collections scan every live object: they took
     1-2 s of a 50k load's main thread, about a tenth. Reference counting still
-    frees everything; the collector resumes (if this call paused it) when the
-    write returns or raises.
+    frees everything. Bulk writes on several threads share one pause: the
+    collector resumes when the last of them returns or raises, and only if it
+    was running when the first began.
     """
-    if not gc.isenabled():  # the caller (or another bulk write) has it off
-        yield
-        return
-    gc.disable()
+    global _pauses, _resume
+    with _pause_lock:
+        if _pauses == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _pauses += 1
     try:
         yield
     finally:
-        gc.enable()
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _resume:
+                gc.enable()
+
+
+_pause_lock = threading.Lock()
+_pauses = 0
+"""Bulk writes under way in this process (:func:`_collector_paused`)."""
+_resume = False
+"""Whether the collector was running when the first of them began."""
 
 
 def _prepare_all(
