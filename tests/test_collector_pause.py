@@ -58,17 +58,16 @@ def test_overlapping_bulk_writes_resume_the_collector_once_the_last_ends() -> No
     inside, first_out = threading.Event(), threading.Event()
     seen: list[bool] = []
 
-    def other() -> None:
+    def second() -> None:
         with writes._collector_paused():
             inside.set()
             assert first_out.wait(10)
             seen.append(gc.isenabled())  # the first pause ended; this one has not
 
-    thread = threading.Thread(target=other)
-    thread.start()
-    assert inside.wait(10)
-    with writes._collector_paused():
-        pass
+    thread = threading.Thread(target=second)
+    with writes._collector_paused():  # the first begins, the second begins, the first ends
+        thread.start()
+        assert inside.wait(10)
     first_out.set()
     thread.join(10)
     assert seen == [False], "the collector resumed while a bulk write was still running"
