@@ -109,9 +109,9 @@ class MissingVectors:
             return False
         if marks[1] == seq:
             return True
-        first, entries, removed = vector_rows.log_window(conn, seq)
+        first, entries, removals = vector_rows.log_removals(conn, seq)
         # Every entry since ``seq`` still logged, and none a removal.
-        return first == seq + 1 and entries == marks[1] - seq and not removed
+        return first == seq + 1 and entries == marks[1] - seq and not removals
 
 
 class WriteWatch:

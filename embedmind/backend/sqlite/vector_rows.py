@@ -309,14 +309,6 @@ def change_marks(conn: apsw.Connection) -> tuple[int, int, int]:
     return int(row[0]), int(row[1]), int(row[2])
 
 
-def log_window(conn: apsw.Connection, seq: int) -> tuple[int | None, int, bool]:
-    """``(first seq, entries, any removal)`` of the vector log after ``seq``."""
-    row = fetch_one(
-        conn, "SELECT min(seq), count(*), min(added) FROM vector_log WHERE seq > ?", (seq,)
-    )
-    return (None if row[0] is None else int(row[0])), int(row[1]), row[2] == 0
-
-
 def log_removals(conn: apsw.Connection, seq: int) -> tuple[int | None, int, int]:
     """``(first seq, entries, removals)`` of the vector log after ``seq``."""
     row = fetch_one(
