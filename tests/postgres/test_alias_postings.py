@@ -160,11 +160,22 @@ def _answers(store: embedmind.Store) -> list[Any]:
         # By content: a supersede gives the new version a generated id on each side.
         out.append(
             sorted(
-                (round(h.channels["text"].raw, 5), h.content, h.channels["text"].via_context)
-                for h in hits
+                (h.content, h.channels["text"].via_context, h.channels["text"].raw) for h in hits
             )
         )
     return out
+
+
+def _same_answers(got: list[Any], want: list[Any]) -> None:
+    """The same aliases and hits, the scores equal up to the backends' float precisions.
+
+    Not rounded: the backends sum in float32 and float64, and a rounding
+    boundary between them once split two equal scores (0.64625 against 0.64626).
+    """
+    assert got[0] == want[0]
+    for hits, expected in zip(got[1:], want[1:], strict=True):
+        assert [h[:2] for h in hits] == [h[:2] for h in expected]
+        assert [h[2] for h in hits] == pytest.approx([h[2] for h in expected], rel=1e-5, abs=1e-6)
 
 
 @settings(max_examples=10, deadline=None)
@@ -181,4 +192,4 @@ def test_text_recall_with_aliases_equals_the_sqlite_backends(
                     apply_alias(target, step)
                 else:
                     apply(target, step, names)
-        assert _answers(store) == _answers(oracle)
+        _same_answers(_answers(store), _answers(oracle))
