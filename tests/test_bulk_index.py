@@ -195,6 +195,48 @@ def test_an_embedder_failing_on_the_third_batch_leaves_the_first_two_committed(
         assert len(store.recall("memory number 150", mode="vector", k=300).ids) == 200
 
 
+def _saves_by_rule(batches: int, size: int, step: int, share_from: int, share: int) -> list[int]:
+    """The index sizes at which the periodic rule saves, modelled one commit at a time."""
+    saved_at, held, saves = 0, 0, []
+    for _ in range(batches):
+        held += size
+        due = step if held < share_from else max(step, held // share)
+        if held - saved_at >= due:
+            saved_at = held
+            saves.append(held)
+    return saves
+
+
+@pytest.mark.parametrize("share_from", [40, 10**9])
+def test_a_large_index_saves_once_a_share_of_it_is_unsaved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share_from: int
+) -> None:
+    # Each save writes the whole index, so past SAVE_SHARE_FROM the step grows
+    # with the index (a fixed step made a million-vector load save it fifty times).
+    monkeypatch.setattr(commit, "SAVE_INDEX_AFTER", 10)
+    monkeypatch.setattr(commit, "CATCH_UP_AT", 1)  # every call's one batch, on the worker
+    monkeypatch.setattr(hnsw, "SAVE_SHARE_FROM", share_from)
+    sizes: list[int] = []
+    serialise = hnsw.VectorIndex._serialise
+
+    def counted(self: hnsw.VectorIndex, index: Any) -> Any:
+        sizes.append(len(index))
+        return serialise(self, index)
+
+    monkeypatch.setattr(hnsw.VectorIndex, "_serialise", counted)
+    drafts = _drafts("saved", 300, seed=3)
+    with _open(tmp_path / "s.mind") as store:
+        # One commit per call, and each call ends once its catch-up (and save) is
+        # done: within one call the next batch may commit before a save, which
+        # then holds both batches.
+        for start in range(0, 300, 10):
+            store.remember_many(drafts[start : start + 10])
+        saves = list(sizes)
+    assert saves == _saves_by_rule(30, 10, 10, share_from, hnsw.SAVE_SHARE)
+    if share_from < 300:
+        assert len(saves) < 30 // 2, "the step never grew"
+
+
 def test_no_index_file_holds_vectors_not_committed_yet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

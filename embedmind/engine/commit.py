@@ -92,6 +92,9 @@ each commit even when this process has not loaded it yet."""
 SAVE_INDEX_AFTER = 20_000
 """Unsaved vector (or fragment) changes at which a commit also saves the index file (else at close).
 
+A large vector index also waits for a share of itself to be unsaved
+(:data:`embedmind.backend.sqlite.hnsw.SAVE_SHARE`).
+
 Read at each commit (:func:`save_index_after`): tests and the power-loss
 recorder lower it to exercise saves."""
 

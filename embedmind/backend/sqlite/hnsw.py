@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -76,9 +77,29 @@ ADD_HOLD_SECONDS = 0.02
 a fixed 128 held it 570 ms at p99 on a loaded 2-core machine)."""
 ADD_PAUSE = 0.0005
 YIELD_MAX_SECONDS = 0.05
+"""How long a bulk add waits, between two chunks, for the searches queued on the lock."""
 SEARCHES_RECENT_SECONDS = 2.0
 """A search this recent makes a bulk add go in chunks of :data:`ADD_CHUNK`."""
-"""How long a bulk add waits, between two chunks, for the searches queued on the lock."""
+ADD_THREADS = max(16, 2 * (os.cpu_count() or 1))
+"""Threads of one usearch ``add``: more than the cores, so the first thread's share is small.
+
+usearch gives each thread a fixed share of the batch, and its first thread takes
+the GIL back after every vector it adds (to check for signals). Beside a thread
+running Python (a bulk load writes its postings while its graph grows) each of
+those takes can wait a switch interval, so that thread's share decides the
+add's length: 10,000 vectors took 41 s with 2 threads and 12 s with 16 beside a
+busy Python thread on 2 cores (9 s alone), and 100,000 alone 44-45 s against 49-53."""
+ADD_MIN_PER_THREAD = 32
+"""Vectors per thread below which an add uses fewer threads (starting them costs more)."""
+SAVE_SHARE = 2
+"""From :data:`SAVE_SHARE_FROM` vectors, a periodic save is due only once the
+unsaved changes are also at least 1/SAVE_SHARE of the index: each save
+serialises the whole index, so a fixed step would make a million-vector load
+write it fifty times; growing with the index keeps the saves' total a small
+multiple of one save, and a crash replays at most about the half of the index
+its last save did not hold."""
+SAVE_SHARE_FROM = 40_000
+"""The index size below which ``save_after`` alone decides (such a save takes under a second)."""
 SAVE_RETRY_SECONDS = 30.0
 """After a failed index save, how long saves are skipped: on a full disk every
 write past the periodic threshold would otherwise retry and reload the index."""
@@ -282,7 +303,7 @@ class VectorIndex:
             )
             if not len(vec_keys):
                 break
-            index.add(vec_keys.astype(np.uint64), vectors)
+            _add(index, vec_keys, vectors)
             self.owners.learn(conn, vec_keys, keys)
             after = int(vec_keys[-1])
         self._index, self._applied = index, applied
@@ -303,7 +324,7 @@ class VectorIndex:
         if wanted:
             vec_keys, keys, vectors = vector_rows.load(conn, wanted, self.dims, self.space)
             if len(vec_keys):
-                self._index.add(vec_keys.astype(np.uint64), vectors)
+                _add(self._index, vec_keys, vectors)
                 self.owners.learn(conn, vec_keys, keys)
         self._applied = max(last, vector_rows.last_seq(conn, self.space))
 
@@ -439,7 +460,7 @@ class VectorIndex:
                 if fresh.any():
                     self._early_key = max(self._early_key, int(keys[chunk][fresh].max()))
                     began = time.perf_counter()
-                    index.add(keys[chunk][fresh], vectors[chunk][fresh])
+                    _add(index, keys[chunk][fresh], vectors[chunk][fresh])
                     self._add_seconds = (time.perf_counter() - began) / int(fresh.sum())
             start = chunk.stop
             self._fed_at = time.monotonic()
@@ -508,7 +529,7 @@ class VectorIndex:
         with db.read() as conn:
             if extend:
                 self.sync(conn)
-            due = self.file_path is not None and self.unsaved(conn) >= save_after
+            due = self.file_path is not None and self._save_due(conn, save_after)
         if due:
             self.save_snapshot(db)
 
@@ -562,12 +583,12 @@ class VectorIndex:
         finally:
             self._save_lock.release()
 
-    def _serialise(self, index: Index) -> bytes:
+    def _serialise(self, index: Index) -> bytearray:
         data = index.save()
         assert data is not None  # save() without a path returns the bytes
-        return bytes(data)
+        return cast(bytearray, data)  # a fresh buffer of its own: written as it is, not copied
 
-    def _write_snapshot(self, data: bytes) -> tuple[int, str] | None:
+    def _write_snapshot(self, data: bytearray) -> tuple[int, str] | None:
         """Write serialised bytes as the index file; ``None`` (logged) when it failed."""
         assert self.file_path is not None  # checked by save_snapshot
 
@@ -584,6 +605,12 @@ class VectorIndex:
             self._retry_at = time.monotonic() + SAVE_RETRY_SECONDS
             return None
 
+    def _save_due(self, conn: apsw.Connection, save_after: int) -> bool:
+        """Whether enough is unsaved for a periodic save (see :data:`SAVE_SHARE`)."""
+        held = 0 if self._index is None else len(self._index)
+        step = save_after if held < SAVE_SHARE_FROM else max(save_after, held // SAVE_SHARE)
+        return self.unsaved(conn) >= step
+
     def unsaved(self, conn: apsw.Connection) -> int:
         """How many log entries the registered file does not reflect yet."""
         entry = vector_rows.index_file(conn, self.space.index_name)
@@ -598,6 +625,12 @@ class VectorIndex:
         in this case, or every later process rebuilds again.
         """
         return self._index is not None and not self._from_file
+
+
+def _add(index: Index, vec_keys: npt.NDArray[Any], vectors: npt.NDArray[np.float32]) -> None:
+    """Add vectors to the graph on :data:`ADD_THREADS` threads (fewer for a small batch)."""
+    threads = max(1, min(ADD_THREADS, len(vec_keys) // ADD_MIN_PER_THREAD))
+    index.add(np.asarray(vec_keys, dtype=np.uint64), vectors, threads=threads)
 
 
 def _save(index: Index, path: str) -> None:
