@@ -19,6 +19,9 @@ caches):
 
 Ratios: end-to-end seconds (ingest plus first recall) over the raw usearch
 build, text-only seconds over tantivy's, and this tree over the baseline.
+Each child also reports its store's size on disk after closing and its peak
+RSS, beside the RSS it held before opening the store (the corpus and the
+vectors it loaded).
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ vectors = np.load(vec_path)[:size] if mode == "vectors" else None
 queries = json.load(open(query_path))
 qvecs = np.load(vec_path.replace(".npy", "-q.npy"))
 dims = 0 if vectors is None else vectors.shape[1]
+import resource
+inputs_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the store
 store = Store.open(store_path, embedder=HashingEmbedder(dims) if dims else None,
                    synchronous="NORMAL")
 seconds = 0.0
@@ -96,8 +101,13 @@ for i in range(1, 21):
 began = time.perf_counter()
 store.close()
 closing = time.perf_counter() - began
+import glob, os
+disk = sum(os.path.getsize(f) for f in glob.glob(store_path + "*") if os.path.isfile(f))
 print(json.dumps({"ingest_s": seconds, "first_recall_s": first,
                   "warm_p50_s": statistics.median(warm), "close_s": closing,
+                  "disk_mb": disk / 1e6,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "inputs_rss_mb": inputs_rss_mb,
                   "embedmind": embedmind.__file__}))
 """
 
