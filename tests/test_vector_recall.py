@@ -202,17 +202,18 @@ def test_filtered_vector_recall_never_under_returns(
     rng = np.random.default_rng(int(selectivity * 1e6))
     admitted = np.flatnonzero(bucket < selectivity)
     k = 10
-    recalls = []
+    found, wanted = [], []
     for query in _clustered(20, vectors.shape[1], rng):
         exact = admitted[np.argsort(-(vectors[admitted] @ query), kind="stable")[:k]]
         got = store.recall(
             "", k=k, mode="vector", vector=query.tolist(), where={"u": {"$lt": selectivity}}
         )
         assert len(got) == min(k, len(admitted))
-        recalls.append(
-            len({int(i) for i in got.ids} & set(exact.tolist())) / max(1, min(k, len(admitted)))
-        )
-    assert np.mean(recalls) >= 0.99, (selectivity, recalls)
+        found.append(len({int(i) for i in got.ids} & set(exact.tolist())))
+        wanted.append(min(k, len(admitted)))
+    # Recall >= 0.99 counted in whole hits: the mean of [0.9, 1.0 x 18, 0.9] is
+    # 0.98999... in floats, though it is 198 of 200.
+    assert 100 * sum(found) >= 99 * sum(wanted), (selectivity, found)
 
 
 def test_degraded_notes_say_what_ran_when_no_vectors_exist() -> None:
