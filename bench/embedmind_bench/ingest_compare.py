@@ -58,7 +58,7 @@ sys.path.append(sys.argv.pop(1))
 """
 
 CHILD = r"""
-import json, statistics, sys, time
+import json, resource, statistics, sys, time
 import numpy as np
 import embedmind
 from embedmind_bench.corpus import CorpusSpec, iter_documents
@@ -73,7 +73,6 @@ vectors = np.load(vec_path)[:size] if mode == "vectors" else None
 queries = json.load(open(query_path))
 qvecs = np.load(vec_path.replace(".npy", "-q.npy"))
 dims = 0 if vectors is None else vectors.shape[1]
-import resource
 inputs_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the store
 store = Store.open(store_path, embedder=HashingEmbedder(dims) if dims else None,
                    synchronous="NORMAL")
@@ -101,11 +100,8 @@ for i in range(1, 21):
 began = time.perf_counter()
 store.close()
 closing = time.perf_counter() - began
-import glob, os
-disk = sum(os.path.getsize(f) for f in glob.glob(store_path + "*") if os.path.isfile(f))
 print(json.dumps({"ingest_s": seconds, "first_recall_s": first,
                   "warm_p50_s": statistics.median(warm), "close_s": closing,
-                  "disk_mb": disk / 1e6,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "inputs_rss_mb": inputs_rss_mb,
                   "embedmind": embedmind.__file__}))
@@ -123,11 +119,13 @@ def _child(
         text=True,
         check=False,
     )
+    disk = scaling.disk_bytes(store)  # after the child closed it
     for leftover in workdir.glob(f"{store.name}*"):
         leftover.unlink()
     if done.returncode:
         raise RuntimeError(f"{tree} {mode} {size}: {done.stderr[-2000:]}")
     figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    figures["disk_mb"] = disk / 1e6
     figures["end_to_end_s"] = figures["ingest_s"] + figures["first_recall_s"]
     figures["docs_per_s_end_to_end"] = size / figures["end_to_end_s"]
     return figures
@@ -146,8 +144,8 @@ def _raw_usearch(vectors: np.ndarray, threads: int) -> float:
 def _raw_floor(vectors: np.ndarray) -> dict[str, float]:
     """The raw build with usearch's default (a thread per core) and with the store's thread count.
 
-    The store adds on more threads than cores (``hnsw.ADD_THREADS``), which is
-    faster for raw usearch too: the floor is the faster of the two.
+    The store adds on more threads than cores (``hnsw.ADD_THREADS``); either
+    count has been the faster in some run, so the floor is the faster of the two.
     """
     from embedmind.backend.sqlite.hnsw import ADD_THREADS
 
