@@ -6,6 +6,7 @@ import datetime as dt
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -150,3 +151,24 @@ def test_tied_scores_keep_the_prefix(mode: str) -> None:
     longest = answers[-1].ids
     for k, answer in zip(ks, answers, strict=True):
         assert answer.ids == longest[:k], k
+
+
+@pytest.mark.parametrize("k", [1, FUSION_DEPTH, 4 * FUSION_DEPTH])
+def test_vector_mode_scores_are_exact_cosines(k: int) -> None:
+    # The graph holds float16 copies: a shallow k reported their cosine
+    # (0.3161545) where a deep k, scored exactly, reported 0.3162278.
+    # Repeated words give unequal components, which float16 rounds unequally.
+    texts = [
+        " ".join([WORDS[i % len(WORDS)]] * (1 + i % 3) + [WORDS[(i * 7) % len(WORDS)]])
+        for i in range(60)
+    ]
+    embedder = HashingEmbedder(dims=16)
+    with embedmind.Store.open(":memory:", embedder=embedder) as store:
+        store.remember_many(texts)
+        answer = store.recall("bob job tea", k=k, mode="vector")
+    query = np.asarray(embedder.embed_query("bob job tea"), np.float32)
+    assert len(answer.ids) == min(k, len(texts))
+    for hit in answer:
+        vector = np.asarray(embedder.embed_documents([hit.content])[0], np.float32)
+        exact = float(vector @ query / np.linalg.norm(vector) / np.linalg.norm(query))
+        assert hit.score == pytest.approx(exact, abs=1e-6), hit.content

@@ -175,9 +175,12 @@ def execute(
         timer.lap(TEXT)
     if can_vector and (mode is not Mode.TEXT) and request.rerank_alpha is None:
         assert query_vector is not None  # can_vector
+        # Vector mode reports the cosines themselves, so they must be the
+        # exact ones whichever path found them (graph, tail or exact scan).
         hits = session.channels.vector_top(
-            query_vector, request.selection, depth, ef=request.ef_search
-        )
+            query_vector, request.selection, depth, ef=request.ef_search,
+            exact_scores=mode is Mode.VECTOR,
+        )  # fmt: skip
         found = [(hit.key, hit.cosine) for hit in hits]
         ranked.append(Ranked(VECTOR, found))
         timer.lap(VECTOR)
