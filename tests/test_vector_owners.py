@@ -1,15 +1,15 @@
-"""The vector channel's in-memory owner map and its array selection (vector_owners, vector_search)."""
+"""The vector channel's in-memory owner map and its admission of candidates (vector_search)."""
 
 from __future__ import annotations
 
 import apsw
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from embedmind.backend.sqlite.vector_owners import UNKNOWN, OwnerMap
-from embedmind.backend.sqlite.vector_search import _select_arrays, select
+from embedmind.backend.sqlite.vector_search import admitted_prefix, select
 
 
 @pytest.fixture
@@ -58,21 +58,49 @@ def test_learning_grows_the_map_past_its_size(conn: apsw.Connection) -> None:
 
 @given(
     st.lists(
-        st.tuples(st.integers(1, 12), st.sampled_from([0.5, 0.25, 0.125, -0.5, 0.875])),
-        max_size=40,
+        st.tuples(st.integers(0, 6), st.sampled_from([0.5, 0.25, 0.2495, -0.5])),
+        max_size=60,
     ),
+    st.sets(st.integers(1, 6)),
     st.integers(1, 15),
     st.sampled_from([1, 2, None]),
+    st.sampled_from([0.0, 0.01]),
+    st.booleans(),
 )
-def test_array_selection_equals_the_per_hit_one(
-    hits: list[tuple[int, float]], k: int, cap: int | None
+@example([(5, 0.25)] * 7, {5}, 1, None, 0.01, False)  # the rest ties: rescoring reads all
+@example([(1, 0.5)] + [(0, 0.5)] * 6 + [(2, 0.25), (3, 0.25)], {1, 2, 3}, 3, 1, 0.0, False)
+@example([(1, 0.5), (2, 0.25)] * 6, {1, 2}, 2, None, 0.0, False)  # unfiltered: one step
+def test_the_admitted_prefix_settles_what_checking_every_candidate_would(
+    hits: list[tuple[int, float]],
+    admitted: set[int],
+    k: int,
+    cap: int | None,
+    margin: float,
+    spare: bool,
 ) -> None:
-    # The per-hit Python it replaced: sort by (-cosine, vec_key), then select.
+    # Oracle: check every candidate, then select. The prefix must give the
+    # same top k and hold every admitted candidate rescoring could promote.
+    db = apsw.Connection(":memory:")
+    db.execute("CREATE TABLE memories (key INTEGER PRIMARY KEY, ok INTEGER NOT NULL)")
+    db.executemany("INSERT INTO memories VALUES (?, ?)", [(o, o in admitted) for o in range(1, 7)])
     vecs = np.arange(1, len(hits) + 1, dtype=np.int64)[::-1].copy()  # graph order != key order
     owners = np.array([o for o, _ in hits], np.int64)
     sims = np.array([s for _, s in hits], np.float32)
     order = np.lexsort((vecs, -sims))
-    found = (vecs[order], owners[order], sims[order])
-    triples = zip(vecs.tolist(), owners.tolist(), sims.tolist(), strict=True)
-    expected = select(sorted(triples, key=lambda h: (-h[2], h[0])), k, cap)
-    assert _select_arrays(found, k, cap) == expected
+    ranked = (vecs[order], owners[order], sims[order])
+    found, wanted, share = admitted_prefix(
+        db, ranked, ("m.ok = 1", []), k, cap, margin, spare=spare
+    )
+    every = [h for h in zip(*(a.tolist() for a in ranked), strict=True) if h[1] in admitted]
+    assert found == every[: len(found)]
+    if hits and len(every) == len(hits):
+        assert wanted == k and share == 1.0
+        if cap is None and not margin:  # all pass: the first step settles it, no more is read
+            assert len(found) == min(len(hits), k + max(4, k // 4))
+    elif hits and int(ranked[1][0]) not in admitted:  # the best one fails: every prefix fails
+        assert wanted == (2 * k if spare else k)  # the graph's margin, once one fails
+    assert select(found, wanted, cap) == select(every, wanted, cap)
+    top = select(every, wanted, cap)
+    if margin and top:  # rescoring reads these: none may be left unchecked
+        near = [h for h in every if h[2] >= top[-1][2] - margin]
+        assert found[: len(near)] == near

@@ -2,11 +2,12 @@
 
 usearch has no filter predicate, so the search is planned per query: search
 the HNSW graph for a pool of nearest chunks, keep the ones whose memory the
-:class:`Selection` admits (one SQL query for the whole pool), and widen the
-pool — sized from the admitted fraction seen so far — until ``k`` memories
-survive with a margin. When the admitted set looks small (at most
-:data:`EXACT_ADMITTED` vectors) or the pool grows past :data:`EXACT_AFTER`,
-every admitted memory's vectors are scored exactly with numpy instead.
+:class:`Selection` admits (checked on a growing best-first prefix of the pool,
+:func:`admitted_prefix`), and widen the pool — sized from the admitted
+fraction seen so far — until ``k`` memories survive with a margin. When the
+admitted set looks small (at most :data:`EXACT_ADMITTED` vectors) or the pool
+grows past :data:`EXACT_AFTER`, every admitted memory's vectors are scored
+exactly with numpy instead.
 A memory with several chunks counts once, under its best chunk.
 
 The graph holds float16 copies of the vectors, so its cosines are about 2e-5
@@ -103,19 +104,20 @@ def nearest_capped(
         return []
     breadth = ef if ef is not None else default_ef(size)
     pool = max(4 * k, 32)
+    margin = RESCORE_MARGIN if rescore else 0.0
     while True:
         vec_keys, sims = with_tail(index.search(query, pool, breadth), tail, query, pool)
-        found = admitted_best_first(conn, index, vec_keys, sims, condition, space)
-        admitted = len(found[0]) / max(1, len(vec_keys))
-        # Unfiltered, k suffice; filtered, ask for a margin so the k-th hit
-        # sits well inside the pool, where the graph search is reliable.
-        wanted = k if admitted == 1.0 else 2 * k
-        chosen = _select_arrays(found, wanted, cap)
+        owners = index.owners.owners(conn, vec_keys, space)
+        order = np.lexsort((vec_keys, -sims))
+        found, wanted, admitted = admitted_prefix(
+            conn, (vec_keys[order], owners[order], sims[order]), condition, k, cap, margin,
+            spare=True,
+        )  # fmt: skip
+        chosen = select(found, wanted, cap)
         if len(chosen) >= wanted and not rescore:
             return chosen[:k]
         if len(chosen) >= wanted:
-            ordered = list(zip(*(a.tolist() for a in found), strict=True))
-            return rescored(conn, index.dims, query, ordered, k, cap, space)
+            return rescored(conn, index.dims, query, found, k, cap, space)
         if size * admitted <= EXACT_ADMITTED or pool >= size or pool >= EXACT_AFTER:
             # Few admitted vectors (or the graph is exhausted): score all of
             # them exactly rather than miss any.
@@ -161,23 +163,9 @@ def among(
     owners = np.fromiter((r[1] for r in rows), np.int64, len(rows))
     sims = _graph_cosines(conn, index, vec_keys, query, space)
     order = np.lexsort((vec_keys, -sims))  # best first, ties by vec_key
-    vec_keys, owners, sims = vec_keys[order], owners[order], sims[order]
-    passing: list[int] = []
-    checked, step = 0, max(4 * k, 64)
-    while True:
-        end = min(len(vec_keys), checked + step)
-        passing += _passing(conn, np.unique(owners[checked:end]).tolist(), condition)
-        checked, step = end, step * 4
-        keep = np.isin(owners[:checked], np.asarray(passing, np.int64))
-        found = (vec_keys[:checked][keep], owners[:checked][keep], sims[:checked][keep])
-        if checked == len(vec_keys):
-            break
-        top = _select_arrays(found, k, cap)
-        # Done once the unchecked rest lies below what rescoring could lift past the k-th.
-        if len(top) == k and sims[checked] < top[-1][2] - RESCORE_MARGIN:
-            break
-    ordered = list(zip(*(a.tolist() for a in found), strict=True))
-    return rescored(conn, index.dims, query, ordered, k, cap, space)
+    ranked = (vec_keys[order], owners[order], sims[order])
+    found, _, _ = admitted_prefix(conn, ranked, condition, k, cap, RESCORE_MARGIN)
+    return rescored(conn, index.dims, query, found, k, cap, space)
 
 
 def _graph_cosines(
@@ -230,34 +218,74 @@ Arrays = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.floa
 """``(vec_keys, record keys, cosines)``, row for row."""
 
 
-def admitted_best_first(
+def admitted_prefix(
     conn: apsw.Connection,
-    index: VectorIndex,
-    vec_keys: npt.NDArray[np.int64],
-    sims: npt.NDArray[np.float32],
+    candidates: Arrays,
     condition: tuple[str, Sequence[Any]],
-    space: Space = MEMORY,
-) -> Arrays:
-    """The graph's hits whose memory ``condition`` admits, best first, equal cosines by vec_key.
+    k: int,
+    cap: int | None,
+    margin: float,
+    *,
+    spare: bool = False,
+) -> tuple[list[Found], int, float]:
+    """The admitted candidates of the shortest best-first prefix that settles the top ``k``.
 
-    The owners come from the index's in-memory map (:mod:`.vector_owners`), so
-    the one statement reads memory rows only, never the vector table's. Equal
-    cosines go by vec_key, not by the graph's order: a deeper search may meet
-    tied vectors in another order, and the first ones must not change.
+    ``candidates`` are sorted best first, equal cosines by vec_key (a deeper
+    search may meet tied vectors in another order, and the first ones must
+    not change). The condition is checked on a growing prefix, a statement
+    per step, so an unfiltered search reads the rows of about ``k``
+    candidates rather than of its whole pool: each check is a B-tree lookup
+    of a memory row. Checking stops once ``wanted`` hits are found and the
+    unchecked rest lies more than ``margin`` below the ``wanted``-th (what
+    rescoring could lift past it; 0 without rescoring, where the order is
+    final). Plain Python over the pool: it is usually a few dozen
+    candidates, where each numpy call costs more than the work.
+
+    Args:
+        conn: The read session's connection.
+        candidates: ``(vec_keys, owners, cosines)`` best first; an owner of
+            :data:`~embedmind.backend.sqlite.vector_owners.UNKNOWN` is never admitted.
+        condition: The selection's SQL condition over ``memories m``.
+        k: Hits to settle.
+        cap: Hits per record at most (``None``: no cap).
+        margin: How far below the ``wanted``-th an unchecked candidate may still matter.
+        spare: Once a candidate fails, want ``2k`` hits, so the ``k``-th sits
+            well inside a graph search's pool, where the search is reliable.
+
+    Returns:
+        The admitted candidates checked, best first; the hits wanted (``k``,
+        or ``2k`` with ``spare`` once one failed); the share of the checked
+        candidates admitted.
     """
-    owners = index.owners.owners(conn, vec_keys, space)
-    known = np.unique(owners[owners != UNKNOWN])
-    passing = _passing(conn, known.tolist(), condition) if len(known) else []
-    keep = np.isin(owners, np.asarray(passing, np.int64))
-    v, o, s = vec_keys[keep], owners[keep], sims[keep]
-    order = np.lexsort((v, -s))
-    return v[order], o[order], s[order]
+    rows = list(zip(*(a.tolist() for a in candidates), strict=True))
+    seen: set[int] = {UNKNOWN}
+    passing: set[int] = set()
+    found: list[Found] = []
+    checked, step, wanted = 0, k + max(4, k // 4), k
+    while True:
+        chunk = rows[checked : checked + step]
+        fresh = {owner for _, owner, _ in chunk} - seen
+        seen |= fresh
+        passing.update(_passing(conn, sorted(fresh), condition))
+        kept = [row for row in chunk if row[1] in passing]
+        found += kept
+        if spare and len(kept) < len(chunk):
+            wanted = 2 * k
+        checked, step = checked + len(chunk), step * 4
+        if checked == len(rows):
+            break
+        top = select(found, wanted, cap)
+        if len(top) == wanted and (margin == 0 or rows[checked][2] < top[-1][2] - margin):
+            break
+    return found, wanted, len(found) / max(1, checked)
 
 
 def _passing(
     conn: apsw.Connection, keys: list[int], condition: tuple[str, Sequence[Any]]
 ) -> list[int]:
     """The ``keys`` whose memory rows ``condition`` admits."""
+    if not keys:
+        return []
     # CROSS JOIN fixes the join order: from the given keys to their rows (a
     # plain ``m.key IN (...)`` let the planner walk an index of the condition
     # first, measured 2x slower at 80 keys).
@@ -266,16 +294,6 @@ def _passing(
         f"WHERE m.key = j.value AND {condition[0]}"
     )
     return [row[0] for row in conn.execute(sql, (json.dumps(keys), *condition[1]))]
-
-
-def _select_arrays(found: Arrays, k: int, cap: int | None) -> list[Found]:
-    """:func:`select` over best-first arrays; ``cap=1`` (memory search) without a Python loop."""
-    vecs, owners, sims = found
-    if cap != 1:
-        return select(zip(vecs.tolist(), owners.tolist(), sims.tolist(), strict=True), k, cap)
-    _, first = np.unique(owners, return_index=True)  # each owner's best vector
-    take = np.sort(first)[:k]
-    return list(zip(vecs[take].tolist(), owners[take].tolist(), sims[take].tolist(), strict=True))
 
 
 def select(ordered: Iterable[Found], k: int, cap: int | None) -> list[Found]:
