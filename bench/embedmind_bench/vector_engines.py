@@ -224,6 +224,20 @@ class EmbedmindVector:
         hits = self._store.recall("", k=k, mode="vector", vector=vector, ef_search=self._ef)
         return [int(i) for i in hits.ids]
 
+    def channel_seconds(self, query: Matrix, k: int) -> float:
+        """The vector channel's own time in one such recall: its ``vector`` phase.
+
+        The phase spans the graph search, the key mapping, the filter and the
+        exact rescoring of the hits, and none of the rest of a recall (request
+        checks, loading the memories, assembling the result).
+        """
+        vector = cast("Sequence[float]", query)
+        found = self._store.recall(
+            "", k=k, mode="vector", vector=vector, ef_search=self._ef, explain=True
+        )
+        assert found.timings is not None  # explain=True carries them
+        return found.timings["vector"] / 1e3
+
     def close(self) -> None:
         """Close the store."""
         self._store.close()

@@ -60,6 +60,16 @@ def test_workload_writes_a_complete_report(tmp_path: Path, workload: str, argv: 
     check(document, workload)
 
 
+def test_the_vector_channel_is_timed_alone_beside_raw_usearch(tmp_path: Path) -> None:
+    _, document = run(tmp_path, "vector", "--size", "500", "--queries", "5",
+                      "--engines", "usearch,embedmind")  # fmt: skip
+    channel = document["figures"]["500"]["channel"]
+    whole = document["figures"]["500"]["engines"]["embedmind"]["p50_ms"]
+    assert 0 < channel["channel_p50_ms"] < whole  # a phase of the recall, not all of it
+    ratio = channel["channel_p50_ms"] / channel["usearch_p50_ms"]
+    assert document["ratios"]["500.channel_p50.embedmind/usearch"] == pytest.approx(ratio)
+
+
 def test_growth_ratios_between_sizes(tmp_path: Path) -> None:
     _, document = run(tmp_path, "recall", "--sizes", "300,600", "--queries", "5")
     assert set(document["figures"]["growth"]) == {"300->600"}
