@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -298,12 +297,15 @@ def _passing(
 
 def select(ordered: Iterable[Found], k: int, cap: int | None) -> list[Found]:
     """The first ``k`` of ``ordered`` (best first) with at most ``cap`` per record."""
-    taken: Counter[int] = Counter()
+    # A plain dict: a Counter answers each new record through a Python-level
+    # __missing__, and this runs several times per vector search.
+    taken: dict[int, int] = {}
     out: list[Found] = []
     for hit in ordered:
-        if cap is not None and taken[hit[1]] >= cap:
+        count = taken.get(hit[1], 0)
+        if cap is not None and count >= cap:
             continue
-        taken[hit[1]] += 1
+        taken[hit[1]] = count + 1
         out.append(hit)
         if len(out) == k:
             break
