@@ -4,7 +4,9 @@ At each size, every engine indexes the same embedding-like vectors
 (:mod:`.vectordata`; the store also gets the matching corpus texts, since a
 memory always has content) and answers the same real question embeddings,
 round-robin. Figures: build vectors/s, query p50/p95, and recall@10 against
-numpy's exact top-10. Every HNSW searches with the engine's own breadth at
+numpy's exact top-10. The store's row times a whole recall; a second
+round-robin times its vector channel alone (the recall's ``vector`` phase)
+beside raw usearch again. Every HNSW searches with the engine's own breadth at
 that size (``embedmind.backend.sqlite.hnsw.default_ef``). Below 20k vectors the
 store scans exactly instead of walking its graph (``EXACT_BELOW``), so at
 10k its recall is 1.0 by design.
