@@ -224,19 +224,21 @@ class EmbedmindVector:
         hits = self._store.recall("", k=k, mode="vector", vector=vector, ef_search=self._ef)
         return [int(i) for i in hits.ids]
 
-    def channel_seconds(self, query: Matrix, k: int) -> float:
-        """The vector channel's own time in one such recall: its ``vector`` phase.
+    def phases(self, query: Matrix, k: int) -> dict[str, float]:
+        """One such recall's phases in seconds (``explain=True``), ``vector`` the channel's own.
 
-        The phase spans the graph search, the key mapping, the filter and the
-        exact rescoring of the hits, and none of the rest of a recall (request
-        checks, loading the memories, assembling the result).
+        The ``vector`` phase spans opening the read session, the graph
+        search, the key mapping, the filter and the exact rescoring of the
+        hits; ``load`` reads the memories. What no phase covers (request
+        checks, closing the session, assembling the result) is the rest of
+        the recall's wall time.
         """
         vector = cast("Sequence[float]", query)
         found = self._store.recall(
             "", k=k, mode="vector", vector=vector, ef_search=self._ef, explain=True
         )
         assert found.timings is not None  # explain=True carries them
-        return found.timings["vector"] / 1e3
+        return {phase: ms / 1e3 for phase, ms in found.timings.items()}
 
     def close(self) -> None:
         """Close the store."""
