@@ -72,19 +72,31 @@ def _plugin() -> Iterator[None]:
     plugins.unregister(plugin)
 
 
-@pytest.fixture(autouse=True, params=["postgresql"])
-def backend_kind(request: pytest.FixtureRequest, _pg_url: str) -> Iterator[str]:
-    """Each test with its stores opened on PostgreSQL schemas (SQLite: the module as written)."""
+@pytest.fixture(scope="module", autouse=True)
+def _redirected(_pg_url: str) -> Iterator[None]:
+    """Every store the module opens, on PostgreSQL schemas.
+
+    Module-scoped, and autouse so that it comes first in its scope: a
+    module-scoped store fixture of the imported tests is opened before any
+    function-scoped fixture, and with a function-scoped redirection it
+    opened on SQLite (the filtered recall test's store did).
+    """
     # Its own patcher: a test's monkeypatch.undo() must not undo the redirection.
     with pytest.MonkeyPatch.context() as monkeypatch:
-        if request.param == "postgresql":
-            fewer_examples(request, monkeypatch)  # the adapters' share, from one place
-            redirected = _Redirected(_pg_url, plugins.backend_for)
-            # Where the engine picks a backend for a location: Store.open and reembed.
-            for module in ("embedmind.store", "embedmind.reembed"):
-                monkeypatch.setattr(
-                    importlib.import_module(module), "backend_for", lambda location: redirected
-                )
+        redirected = _Redirected(_pg_url, plugins.backend_for)
+        # Where the engine picks a backend for a location: Store.open and reembed.
+        for module in ("embedmind.store", "embedmind.reembed"):
+            monkeypatch.setattr(
+                importlib.import_module(module), "backend_for", lambda location: redirected
+            )
+        yield
+
+
+@pytest.fixture(autouse=True, params=["postgresql"])
+def backend_kind(request: pytest.FixtureRequest, _redirected: None) -> Iterator[str]:
+    """Each test with its stores opened on PostgreSQL schemas (SQLite: the module as written)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        fewer_examples(request, monkeypatch)  # the adapters' share, from one place
         yield str(request.param)
 
 

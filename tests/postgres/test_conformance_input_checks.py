@@ -1,6 +1,6 @@
 """``tests/test_input_checks.py`` on both backends (see ``conformance.py``)."""
 
-from conformance import _pg_url, _plugin, backend_kind, load_tests
+from conformance import _pg_url, _plugin, _redirected, backend_kind, load_tests
 
-__all__ = ["_pg_url", "_plugin", "backend_kind"]
+__all__ = ["_pg_url", "_plugin", "_redirected", "backend_kind"]
 load_tests(globals(), "test_input_checks.py")
