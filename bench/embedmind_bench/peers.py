@@ -12,7 +12,8 @@ exclude embedding; the embedder's own rate is reported beside them):
   (:mod:`.peers_scoring`), p50/p95 per engine and mode.
 - The synthetic chat corpus at each ``--size``: ingest documents/s, index
   build time, query p50/p95, recall@10 of the vector modes against exact
-  cosine, and size on disk.
+  cosine, size on disk, and the peak resident memory each engine's build
+  added to the process (:mod:`.resident`).
 
 Vectors of the synthetic corpus are real MiniLM embeddings of the first
 ``embed_limit`` documents (10k by default) and embedding-like mixes of them
@@ -45,6 +46,7 @@ from embedmind_bench.peer_engines import ENGINES, REQUIRES, PeerEngine, Session
 from embedmind_bench.peers_report import locomo_table, ratios, synthetic_table
 from embedmind_bench.progress import ProgressFactory, silent
 from embedmind_bench.report import Outcome
+from embedmind_bench.resident import PeakWatch
 from embedmind_bench.sizes import size_label
 from embedmind_bench.timing import round_robin
 from embedmind_bench.vectordata import (
@@ -135,6 +137,9 @@ def _build(
     root.mkdir(parents=True)
     bar = context["progress"](f"ingest {name}", len(corpus.ids))
     engine: PeerEngine | None = None
+    # The engines built before this one stay open (the queries run round-robin
+    # over all of them), so its own need is the peak's growth over this start.
+    watch = PeakWatch()
     try:
         engine = ENGINES[name](root, context["embedder"], vector_index_from=context["index_from"])
         started = time.perf_counter()
@@ -159,6 +164,7 @@ def _build(
         "index_s": finished - added,
         "ingest_docs_per_s": n / (added - started),
         "ingest_docs_per_s_incl_index": n / (finished - started),
+        **watch.figures(),
     }
 
 

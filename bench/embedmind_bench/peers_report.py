@@ -92,7 +92,10 @@ def synthetic_table(figures: dict[str, Any]) -> Table:
         f"synthetic chat corpus, {figures['size']:,} docs ({figures['real_vectors']:,} real "
         f"embeddings), {figures['queries']} queries, vectors given to every engine"
     )
-    header = ["method", "ingest docs/s", "index s", "p50 ms", "p95 ms", "recall@10", "disk MB"]
+    header = [
+        "method", "ingest docs/s", "index s", "p50 ms", "p95 ms", "recall@10", "disk MB",
+        "build peak RSS +MB",
+    ]  # fmt: skip
     table = Table(title, header)
     for method, found in figures["methods"].items():
         build = figures["engines"][_engine(method)]
@@ -104,11 +107,13 @@ def synthetic_table(figures: dict[str, Any]) -> Table:
             fmt(found["p95_ms"], ".2f"),
             fmt(found.get("recall_at_10_vs_exact"), ".3f"),
             fmt(build["disk_bytes"] / 1e6, ".1f"),
+            fmt(build.get("peak_rss_growth_mb"), ",.0f"),
         )
     _absent(table, figures["engines"])
     table.notes.append(
         f"embedder (the same for all): {figures['embedder_texts_per_s']:,.0f} texts/s; "
-        "recall@10 of vector modes against exact cosine"
+        "recall@10 of vector modes against exact cosine; build peak RSS: the most "
+        "resident memory the engine's ingest and index build added to the process"
     )
     return table
 
@@ -138,7 +143,11 @@ def _size_ratios(label: str, figures: dict[str, Any]) -> dict[str, float | None]
         out[f"{label}.p50.{ours}/{theirs}"] = metrics.ratio(a.get("p50_ms"), b.get("p50_ms"))
     for peer in ("chroma", "lancedb"):
         ours, theirs = engines.get("embedmind", {}), engines.get(peer, {})
-        for figure, key in (("ingest", "ingest_docs_per_s"), ("disk", "disk_bytes")):
+        for figure, key in (
+            ("ingest", "ingest_docs_per_s"),
+            ("disk", "disk_bytes"),
+            ("build_peak_rss", "peak_rss_growth_mb"),
+        ):
             out[f"{label}.{figure}.embedmind/{peer}"] = metrics.ratio(
                 ours.get(key), theirs.get(key)
             )

@@ -292,3 +292,22 @@ def test_module_examples_run(name: str) -> None:
     module = importlib.import_module(f"embedmind_bench.{name}")
     failed, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert failed == 0 and attempted > 0
+
+
+@pytest.mark.skipif(
+    not Path("/proc/self/clear_refs").exists(), reason="the peak reset is Linux's /proc"
+)
+def test_a_peak_watch_sees_only_its_own_stretch() -> None:
+    """The peak counts memory touched after the watch began, and a new watch forgets it."""
+    from embedmind_bench.resident import PeakWatch
+
+    first = PeakWatch()
+    block = np.ones(200 * 2**20 // 8)  # 200 MB, every page touched
+    del block
+    seen = first.figures()
+    assert seen["peak_rss_growth_mb"] is not None
+    assert seen["peak_rss_growth_mb"] >= 180
+    # Freed before this watch began: a watch that did not reset would report it.
+    later = PeakWatch().figures()
+    assert later["peak_rss_growth_mb"] is not None
+    assert later["peak_rss_growth_mb"] < 50
