@@ -8,7 +8,7 @@ integer keys.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -123,6 +123,27 @@ class Channels(Protocol):
         chunk); the cap applies before the ``k`` cut. ``ef`` is a search-breadth
         hint an exact backend ignores. With ``exact_scores`` the cosines are
         float32 ones computed from the stored vectors, and the order follows them.
+        """
+        ...
+
+    def begin_vector_top(
+        self,
+        query: Vector,
+        selection: Selection,
+        k: int,
+        *,
+        cap: int | None = 1,
+        space: Space = Space.MEMORY,
+        ef: int | None = None,
+        exact_scores: bool = False,
+    ) -> Callable[[], list[VectorHit]]:
+        """Start :meth:`vector_top`; calling the result returns its hits.
+
+        Between the two the caller may use this session for other reads (a
+        hybrid recall's text channel); a backend that can search its vector
+        index beside them (on another core) starts that search here, one that
+        cannot runs the whole search in the call. Either way the hits are the
+        ones :meth:`vector_top` gives.
         """
         ...
 

@@ -15,15 +15,18 @@ channel (no embedder, no vectors) degrades to the other and says so.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from embedmind import latest_value
 from embedmind.backend.protocol import ReadSession
+from embedmind.backend.values import VectorHit
 from embedmind.checks import an_int, finite_number
 from embedmind.errors import InvalidInputError
 from embedmind.fusion import fusion_depths, prefix_stable, rrf, tied_ranks
@@ -33,6 +36,8 @@ from embedmind.query_dates import Window
 from embedmind.rerank import rerank
 
 TEXT, VECTOR, RECENCY, DATES, LATEST = "text", "vector", "recency", "dates", "latest"
+T = TypeVar("T")
+
 FUSION_DEPTH = 20
 """Candidates each channel contributes to fusion (and the rerank pool), whatever ``k``.
 
@@ -159,7 +164,23 @@ def execute(
     ranked: list[Ranked] = []
     lexical_at: Callable[[int], list[tuple[int, float]]] | None = None
     via: dict[int, str] = {}
-    if mode is not Mode.VECTOR or not can_vector:
+    text_runs = mode is not Mode.VECTOR or not can_vector
+    vector_hits: Callable[[], list[VectorHit]] | None = None
+    if can_vector and (mode is not Mode.TEXT) and request.rerank_alpha is None:
+        assert query_vector is not None  # can_vector
+        # Started before the text channel: a backend that can search its vectors
+        # on another core (SQLite's graph) scores the text channel meanwhile.
+        # Alone (vector mode) it runs when asked: a handoff would only add to it.
+        # Vector mode reports the cosines themselves, so they must be the
+        # exact ones whichever path found them (graph, tail or exact scan).
+        channels = session.channels
+        start = channels.begin_vector_top if text_runs else _later(channels.vector_top)
+        vector_hits = start(
+            query_vector, request.selection, depth, ef=request.ef_search,
+            exact_scores=mode is Mode.VECTOR,
+        )  # fmt: skip
+        timer.lap(VECTOR)
+    if text_runs:
         # Widening only changes what fusion or the rerank pool sees: a text-only
         # ranking is exact BM25 and every widened candidate scores below its pool.
         widening = request.widen and (mode is Mode.HYBRID or request.rerank_alpha is not None)
@@ -173,14 +194,8 @@ def execute(
             found = session.channels.text_top(request.query, request.selection, depth)
             ranked.append(Ranked(TEXT, found))
         timer.lap(TEXT)
-    if can_vector and (mode is not Mode.TEXT) and request.rerank_alpha is None:
-        assert query_vector is not None  # can_vector
-        # Vector mode reports the cosines themselves, so they must be the
-        # exact ones whichever path found them (graph, tail or exact scan).
-        hits = session.channels.vector_top(
-            query_vector, request.selection, depth, ef=request.ef_search,
-            exact_scores=mode is Mode.VECTOR,
-        )  # fmt: skip
+    if vector_hits is not None:
+        hits = vector_hits()
         found = [(hit.key, hit.cosine) for hit in hits]
         ranked.append(Ranked(VECTOR, found))
         timer.lap(VECTOR)
@@ -208,6 +223,15 @@ def execute(
     result = build(rows, fused, ranked, mode, tuple(degraded), via)
     timer.lap("load")
     return result
+
+
+def _later(call: Callable[..., T]) -> Callable[..., Callable[[], T]]:
+    """``call`` with its arguments taken now, made when its result is asked for."""
+
+    def bind(*args: Any, **kwargs: Any) -> Callable[[], T]:
+        return functools.partial(call, *args, **kwargs)
+
+    return bind
 
 
 def _one_hop(

@@ -15,8 +15,9 @@ lifecycle); rows move through :mod:`.records`.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -286,6 +287,18 @@ class PgChannels(Facet):
             out = [VectorHit(h.vec_key, h.key, float(vectors[h.vec_key] @ q)) for h in out]
             out.sort(key=lambda h: (-h.cosine, h.vec_key))
         return out
+
+    def begin_vector_top(
+        self, query: np.ndarray[Any, Any], selection: Selection, k: int, *,
+        cap: int | None = 1, space: Space = Space.MEMORY, ef: int | None = None,
+        exact_scores: bool = False,
+    ) -> Callable[[], list[VectorHit]]:  # fmt: skip
+        # The search is a statement on this session's connection, which runs
+        # one statement at a time: nothing to overlap, so it runs when asked.
+        return functools.partial(
+            self.vector_top, query, selection, k,
+            cap=cap, space=space, ef=ef, exact_scores=exact_scores,
+        )  # fmt: skip
 
     def _vectors(self, table: str, vec_keys: Sequence[int]) -> dict[int, np.ndarray[Any, Any]]:
         query = sql.SQL("SELECT vec_key, embedding::real[] FROM {} WHERE vec_key = ANY(%s)")

@@ -162,15 +162,42 @@ class SqliteChannels(_Facet):
         ef: int | None = None,
         exact_scores: bool = False,
     ) -> list[VectorHit]:
+        return self._vector(query, selection, k, cap, space, ef, exact_scores, overlap=False)()
+
+    def begin_vector_top(
+        self,
+        query: Any,
+        selection: Selection,
+        k: int,
+        *,
+        cap: int | None = 1,
+        space: Space = Space.MEMORY,
+        ef: int | None = None,
+        exact_scores: bool = False,
+    ) -> Callable[[], list[VectorHit]]:
+        return self._vector(query, selection, k, cap, space, ef, exact_scores, overlap=True)
+
+    def _vector(
+        self,
+        query: Any,
+        selection: Selection,
+        k: int,
+        cap: int | None,
+        space: Space,
+        ef: int | None,
+        exact_scores: bool,
+        *,
+        overlap: bool,
+    ) -> Callable[[], list[VectorHit]]:
         index = self.parts.vectors if space is Space.MEMORY else self.parts.fragment_vectors
         if index is None:
-            return []
-        found = vector_search.nearest_capped(
+            return list
+        finish = vector_search.begin_nearest(
             self.conn, index, query, self.condition(selection), k, cap,
             _SPACES[space], ef=ef, rescore=exact_scores,
-            candidates=self.candidates(selection),
+            candidates=self.candidates(selection), overlap=overlap,
         )  # fmt: skip
-        return [VectorHit(v, key, sim) for v, key, sim in found]
+        return lambda: [VectorHit(v, key, sim) for v, key, sim in finish()]
 
     def cosines(self, query: Any, keys: Sequence[int]) -> dict[int, float]:
         index = self.parts.vectors

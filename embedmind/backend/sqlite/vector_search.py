@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.backend.sqlite import vector_rows
+from embedmind.backend.sqlite import search_worker, vector_rows
 from embedmind.backend.sqlite.hnsw import Tail, VectorIndex, default_ef
 from embedmind.backend.sqlite.vector_owners import UNKNOWN
 from embedmind.backend.sqlite.vector_rows import MEMORY, Space
@@ -95,17 +95,76 @@ def nearest_capped(
     exactly and nothing else is read, so a selective filter costs what it
     admits, not what the store holds.
     """
+    finish = begin_nearest(
+        conn, index, query, condition, k, cap, space, ef, rescore, candidates, overlap=False
+    )
+    return finish()
+
+
+def begin_nearest(
+    conn: apsw.Connection,
+    index: VectorIndex,
+    query: npt.NDArray[np.float32],
+    condition: tuple[str, Sequence[Any]],
+    k: int,
+    cap: int | None,
+    space: Space = MEMORY,
+    ef: int | None = None,
+    rescore: bool = False,
+    candidates: tuple[str, Sequence[Any]] | None = None,
+    *,
+    overlap: bool,
+) -> Callable[[], list[Found]]:
+    """Start :func:`nearest_capped`; the returned call finishes it (on the calling thread).
+
+    With ``overlap``, the first graph search runs on a worker thread
+    (:mod:`~embedmind.backend.sqlite.search_worker`) until the call, so the
+    caller's own work in between (a hybrid recall's text channel) runs
+    beside it. Every use of ``conn`` stays on the calling thread: the index
+    is brought up to the snapshot here, the rest in the call.
+    """
     if candidates is not None and few(conn, candidates, EXACT_ADMITTED):
-        return among(conn, index, query, condition, candidates, k, cap, space)
+        return lambda: among(conn, index, query, condition, candidates, k, cap, space)
     tail = index.sync_for_search(conn)
     size = len(index) + len(tail[0])
     if size == 0:
-        return []
+        return list
     breadth = ef if ef is not None else default_ef(size)
     pool = max(4 * k, 32)
+    first = search_worker.soon(index.search, query, pool, breadth) if overlap else None
+
+    plan = (size, breadth, pool)
+
+    def finish() -> list[Found]:
+        return _planned(conn, index, query, condition, k, cap, space, rescore, tail, plan, first)
+
+    return finish
+
+
+def _planned(
+    conn: apsw.Connection,
+    index: VectorIndex,
+    query: npt.NDArray[np.float32],
+    condition: tuple[str, Sequence[Any]],
+    k: int,
+    cap: int | None,
+    space: Space,
+    rescore: bool,
+    tail: Tail,
+    plan: tuple[int, int, int],
+    first: Callable[[], tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] | None,
+) -> list[Found]:
+    """The search loop: widen the pool until ``k`` admitted hits are settled.
+
+    ``plan`` is ``(vectors searched, search breadth, first pool)``; ``first``
+    the first pool's graph search, if it was started already.
+    """
+    size, breadth, pool = plan
     margin = RESCORE_MARGIN if rescore else 0.0
     while True:
-        vec_keys, sims = with_tail(index.search(query, pool, breadth), tail, query, pool)
+        searched = first() if first is not None else index.search(query, pool, breadth)
+        first = None
+        vec_keys, sims = with_tail(searched, tail, query, pool)
         owners = index.owners.owners(conn, vec_keys, space)
         order = np.lexsort((vec_keys, -sims))
         found, wanted, admitted = admitted_prefix(
