@@ -17,7 +17,7 @@ again from their stored float32 rows (:func:`rescored`), as :func:`exact`
 scores everything it reads.
 
 The same planner serves the fragment index with a per-record cap
-(:func:`nearest_capped`): the fragment seed's contract is that with
+(:func:`begin_nearest`): the fragment seed's contract is that with
 ``max_per_record=n`` no record contributes more than ``n`` hits, the cap
 applied *during* selection, before the top-``k`` cut.
 """
@@ -56,51 +56,6 @@ Found = tuple[int, int, float]
 """``(vec_key, record key, cosine)``."""
 
 
-def nearest(
-    conn: apsw.Connection,
-    index: VectorIndex,
-    query: npt.NDArray[np.float32],
-    condition: tuple[str, Sequence[Any]],
-    k: int,
-    ef: int | None = None,
-) -> list[tuple[int, float]]:
-    """The ``k`` admitted memories nearest to ``query``: ``(key, cosine)`` best first."""
-    hits = nearest_capped(conn, index, query, condition, k, cap=1, ef=ef)
-    return [(key, sim) for _, key, sim in hits]
-
-
-def nearest_capped(
-    conn: apsw.Connection,
-    index: VectorIndex,
-    query: npt.NDArray[np.float32],
-    condition: tuple[str, Sequence[Any]],
-    k: int,
-    cap: int | None,
-    space: Space = MEMORY,
-    ef: int | None = None,
-    rescore: bool = False,
-    candidates: tuple[str, Sequence[Any]] | None = None,
-) -> list[Found]:
-    """The ``k`` best admitted vectors, at most ``cap`` per record, best first.
-
-    The cap is applied while selecting, before the top-``k`` cut, so one
-    record with many vectors cannot crowd out the others; ``cap=1`` is the
-    memory search (a memory counts once, under its best chunk). With
-    ``rescore``, the cosines are exact float32 ones and the order follows them.
-
-    ``candidates`` is a query of memory keys read from an index that holds
-    every memory ``condition`` admits
-    (:func:`~embedmind.backend.sqlite.selection_sql.compile_candidates`): when
-    it yields at most :data:`EXACT_ADMITTED` keys, those memories are scored
-    exactly and nothing else is read, so a selective filter costs what it
-    admits, not what the store holds.
-    """
-    finish = begin_nearest(
-        conn, index, query, condition, k, cap, space, ef, rescore, candidates, overlap=False
-    )
-    return finish()
-
-
 def begin_nearest(
     conn: apsw.Connection,
     index: VectorIndex,
@@ -115,13 +70,27 @@ def begin_nearest(
     *,
     overlap: bool,
 ) -> Callable[[], list[Found]]:
-    """Start :func:`nearest_capped`; the returned call finishes it (on the calling thread).
+    """Start the search for the ``k`` best admitted vectors; the returned call gives them.
+
+    The hits are at most ``cap`` per record, best first. The cap is applied
+    while selecting, before the top-``k`` cut, so one record with many
+    vectors cannot crowd out the others; ``cap=1`` is the memory search (a
+    memory counts once, under its best chunk). With ``rescore``, the cosines
+    are exact float32 ones and the order follows them.
+
+    ``candidates`` is a query of memory keys read from an index that holds
+    every memory ``condition`` admits
+    (:func:`~embedmind.backend.sqlite.selection_sql.compile_candidates`): when
+    it yields at most :data:`EXACT_ADMITTED` keys, those memories are scored
+    exactly and nothing else is read, so a selective filter costs what it
+    admits, not what the store holds.
 
     With ``overlap``, the first graph search runs on a worker thread
     (:mod:`~embedmind.backend.sqlite.search_worker`) until the call, so the
     caller's own work in between (a hybrid recall's text channel) runs
-    beside it. Every use of ``conn`` stays on the calling thread: the index
-    is brought up to the snapshot here, the rest in the call.
+    beside it. Without, everything runs in the call. Every use of ``conn``
+    stays on the calling thread: the index is brought up to the snapshot
+    here, the rest in the call.
     """
     if candidates is not None and few(conn, candidates, EXACT_ADMITTED):
         return lambda: among(conn, index, query, condition, candidates, k, cap, space)
