@@ -136,14 +136,15 @@ class Channels(Protocol):
         space: Space = Space.MEMORY,
         ef: int | None = None,
         exact_scores: bool = False,
+        overlap: bool = True,
     ) -> Callable[[], list[VectorHit]]:
         """Start :meth:`vector_top`; calling the result returns its hits.
 
-        Between the two the caller may use this session for other reads (a
-        hybrid recall's text channel); a backend that can search its vector
-        index beside them (on another core) starts that search here, one that
-        cannot runs the whole search in the call. Either way the hits are the
-        ones :meth:`vector_top` gives.
+        With ``overlap`` the caller uses this session for other reads before
+        the call (a hybrid recall's text channel): a backend that can search
+        its vector index beside them (on another core) starts that search
+        here. Without, or in a backend that cannot, the search runs in the
+        call. Either way the hits are the ones :meth:`vector_top` gives.
         """
         ...
 

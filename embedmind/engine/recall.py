@@ -15,11 +15,9 @@ channel (no embedder, no vectors) degrades to the other and says so.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -36,8 +34,6 @@ from embedmind.query_dates import Window
 from embedmind.rerank import rerank
 
 TEXT, VECTOR, RECENCY, DATES, LATEST = "text", "vector", "recency", "dates", "latest"
-T = TypeVar("T")
-
 FUSION_DEPTH = 20
 """Candidates each channel contributes to fusion (and the rerank pool), whatever ``k``.
 
@@ -173,11 +169,9 @@ def execute(
         # Alone (vector mode) it runs when asked: a handoff would only add to it.
         # Vector mode reports the cosines themselves, so they must be the
         # exact ones whichever path found them (graph, tail or exact scan).
-        channels = session.channels
-        start = channels.begin_vector_top if text_runs else _later(channels.vector_top)
-        vector_hits = start(
+        vector_hits = session.channels.begin_vector_top(
             query_vector, request.selection, depth, ef=request.ef_search,
-            exact_scores=mode is Mode.VECTOR,
+            exact_scores=mode is Mode.VECTOR, overlap=text_runs,
         )  # fmt: skip
         timer.lap(VECTOR)
     if text_runs:
@@ -223,15 +217,6 @@ def execute(
     result = build(rows, fused, ranked, mode, tuple(degraded), via)
     timer.lap("load")
     return result
-
-
-def _later(call: Callable[..., T]) -> Callable[..., Callable[[], T]]:
-    """``call`` with its arguments taken now, made when its result is asked for."""
-
-    def bind(*args: Any, **kwargs: Any) -> Callable[[], T]:
-        return functools.partial(call, *args, **kwargs)
-
-    return bind
 
 
 def _one_hop(

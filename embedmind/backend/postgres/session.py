@@ -291,10 +291,11 @@ class PgChannels(Facet):
     def begin_vector_top(
         self, query: np.ndarray[Any, Any], selection: Selection, k: int, *,
         cap: int | None = 1, space: Space = Space.MEMORY, ef: int | None = None,
-        exact_scores: bool = False,
+        exact_scores: bool = False, overlap: bool = True,
     ) -> Callable[[], list[VectorHit]]:  # fmt: skip
         # The search is a statement on this session's connection, which runs
         # one statement at a time: nothing to overlap, so it runs when asked.
+        del overlap
         return functools.partial(
             self.vector_top, query, selection, k,
             cap=cap, space=space, ef=ef, exact_scores=exact_scores,

@@ -162,7 +162,11 @@ class SqliteChannels(_Facet):
         ef: int | None = None,
         exact_scores: bool = False,
     ) -> list[VectorHit]:
-        return self._vector(query, selection, k, cap, space, ef, exact_scores, overlap=False)()
+        finish = self.begin_vector_top(
+            query, selection, k, cap=cap, space=space, ef=ef, exact_scores=exact_scores,
+            overlap=False,
+        )  # fmt: skip
+        return finish()
 
     def begin_vector_top(
         self,
@@ -174,20 +178,7 @@ class SqliteChannels(_Facet):
         space: Space = Space.MEMORY,
         ef: int | None = None,
         exact_scores: bool = False,
-    ) -> Callable[[], list[VectorHit]]:
-        return self._vector(query, selection, k, cap, space, ef, exact_scores, overlap=True)
-
-    def _vector(
-        self,
-        query: Any,
-        selection: Selection,
-        k: int,
-        cap: int | None,
-        space: Space,
-        ef: int | None,
-        exact_scores: bool,
-        *,
-        overlap: bool,
+        overlap: bool = True,
     ) -> Callable[[], list[VectorHit]]:
         index = self.parts.vectors if space is Space.MEMORY else self.parts.fragment_vectors
         if index is None:

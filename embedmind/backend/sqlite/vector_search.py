@@ -24,10 +24,11 @@ applied *during* selection, before the top-``k`` cut.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import apsw
 import numpy as np
@@ -51,6 +52,9 @@ about ``4 * 2**-11`` (typically 2e-5). A candidate more than twice that below
 the ``k``-th cannot overtake it, nor a hit of its own record, once both are exact.
 """
 
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 Found = tuple[int, int, float]
 """``(vec_key, record key, cosine)``."""
@@ -100,17 +104,25 @@ def begin_nearest(
         return list
     breadth = ef if ef is not None else default_ef(size)
     pool = max(4 * k, 32)
-    first = search_worker.soon(index.search, query, pool, breadth) if overlap else None
-
-    plan = (size, breadth, pool)
+    # The first pool's graph search: started now on a worker, or made in the call.
+    start = search_worker.soon if overlap else _later
+    first = start(index.search, query, pool, breadth)
 
     def finish() -> list[Found]:
-        return _planned(conn, index, query, condition, k, cap, space, rescore, tail, plan, first)
+        return _settled(
+            conn, index, query, condition, k, cap, space, rescore, tail,
+            first, size=size, breadth=breadth, pool=pool,
+        )  # fmt: skip
 
     return finish
 
 
-def _planned(
+def _later(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Callable[[], T]:
+    """``call(*args, **kwargs)``, made when its result is asked for."""
+    return functools.partial(call, *args, **kwargs)
+
+
+def _settled(
     conn: apsw.Connection,
     index: VectorIndex,
     query: npt.NDArray[np.float32],
@@ -120,19 +132,16 @@ def _planned(
     space: Space,
     rescore: bool,
     tail: Tail,
-    plan: tuple[int, int, int],
-    first: Callable[[], tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] | None,
+    first: Callable[[], tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]],
+    *,
+    size: int,
+    breadth: int,
+    pool: int,
 ) -> list[Found]:
-    """The search loop: widen the pool until ``k`` admitted hits are settled.
-
-    ``plan`` is ``(vectors searched, search breadth, first pool)``; ``first``
-    the first pool's graph search, if it was started already.
-    """
-    size, breadth, pool = plan
+    """Widen the pool from ``first``'s search of it until ``k`` admitted hits are settled."""
     margin = RESCORE_MARGIN if rescore else 0.0
+    searched = first()
     while True:
-        searched = first() if first is not None else index.search(query, pool, breadth)
-        first = None
         vec_keys, sims = with_tail(searched, tail, query, pool)
         owners = index.owners.owners(conn, vec_keys, space)
         order = np.lexsort((vec_keys, -sims))
@@ -150,6 +159,7 @@ def _planned(
             # them exactly rather than miss any.
             return exact(conn, index.dims, query, condition, k, cap, space)
         pool = min(size, max(pool * 4, int(4 * k / max(admitted, 1e-9))))
+        searched = index.search(query, pool, breadth)
 
 
 def few(conn: apsw.Connection, candidates: tuple[str, Sequence[Any]], limit: int) -> bool:
