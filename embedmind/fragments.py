@@ -153,7 +153,7 @@ class Fragments:
         selection = Selection.of(resolve_now(now), namespace, where)
         with self._backend.read() as session:
             found = session.channels.vector_top(
-                vector, selection, k, cap=max_per_record, space=Space.FRAGMENTS, exact_scores=True
+                vector, selection, k, cap=max_per_record, space=Space.FRAGMENTS, exact_first=k
             )
             info = session.fragments.details([h.vec_key for h in found])
         return [

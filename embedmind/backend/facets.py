@@ -115,14 +115,17 @@ class Channels(Protocol):
         cap: int | None = 1,
         space: Space = Space.MEMORY,
         ef: int | None = None,
-        exact_scores: bool = False,
+        exact_first: int = 0,
     ) -> list[VectorHit]:
         """The ``k`` admitted vectors nearest ``query``, at most ``cap`` per memory, best first.
 
         ``cap=1`` is memory search (a memory counts once, under its best
         chunk); the cap applies before the ``k`` cut. ``ef`` is a search-breadth
-        hint an exact backend ignores. With ``exact_scores`` the cosines are
-        float32 ones computed from the stored vectors, and the order follows them.
+        hint an exact backend ignores. The first ``exact_first`` hits are the
+        best by the float32 cosine computed from the stored vectors, in that
+        order and with those cosines, so a smaller ``exact_first`` gives the
+        beginning of a larger one's; the hits after them may keep the search's
+        own cosines and order (reading a vector back costs a random read).
         """
         ...
 
@@ -135,7 +138,7 @@ class Channels(Protocol):
         cap: int | None = 1,
         space: Space = Space.MEMORY,
         ef: int | None = None,
-        exact_scores: bool = False,
+        exact_first: int = 0,
         overlap: bool = True,
     ) -> Callable[[], list[VectorHit]]:
         """Start :meth:`vector_top`; calling the result returns its hits.

@@ -162,6 +162,7 @@ def execute(
     via: dict[int, str] = {}
     text_runs = mode is not Mode.VECTOR or not can_vector
     vector_hits: Callable[[], list[VectorHit]] | None = None
+    exact_first = 0
     if can_vector and (mode is not Mode.TEXT) and request.rerank_alpha is None:
         assert query_vector is not None  # can_vector
         # Started before the text channel: a backend that can search its vectors
@@ -169,9 +170,13 @@ def execute(
         # Alone (vector mode) it runs when asked: a handoff would only add to it.
         # Vector mode reports the cosines themselves, so they must be the
         # exact ones whichever path found them (graph, tail or exact scan).
+        # Alone, its answer is the channel's first `wanted` hits, and only
+        # those are read back; fused with recency or dates, every rank counts.
+        if mode is Mode.VECTOR:
+            exact_first = depth if request.recency or request.windows else wanted
         vector_hits = session.channels.begin_vector_top(
             query_vector, request.selection, depth, ef=request.ef_search,
-            exact_scores=mode is Mode.VECTOR, overlap=text_runs,
+            exact_first=exact_first, overlap=text_runs,
         )  # fmt: skip
         timer.lap(VECTOR)
     if text_runs:
@@ -189,7 +194,8 @@ def execute(
             ranked.append(Ranked(TEXT, found))
         timer.lap(TEXT)
     if vector_hits is not None:
-        hits = vector_hits()
+        # Past `exact_first` the cosines are the graph's: not reported.
+        hits = vector_hits()[: exact_first or None]
         found = [(hit.key, hit.cosine) for hit in hits]
         ranked.append(Ranked(VECTOR, found))
         timer.lap(VECTOR)

@@ -64,9 +64,7 @@ def test_write_then_read_through_the_sessions(backend) -> None:
         assert r.records.admitted(keys, alice) == {keys[0]}
         top = r.channels.text_top("alice tea", Selection.of(NOW + 10, "u/alice"), 5)
         assert top[0][0] == keys[0]
-        hits = r.channels.vector_top(
-            _unit(1, 0.1, 0, 0), Selection.of(NOW + 10), 2, exact_scores=True
-        )
+        hits = r.channels.vector_top(_unit(1, 0.1, 0, 0), Selection.of(NOW + 10), 2, exact_first=2)
         assert [h.key for h in hits] == [keys[0], keys[2]]
         assert r.channels.vector_rows(keys[1])[0][2] == vectors[1].astype("<f4").tobytes()
         page = r.records.page(Selection.of(NOW + 10), None, 2)

@@ -270,7 +270,7 @@ class PgChannels(Facet):
     def vector_top(
         self, query: np.ndarray[Any, Any], selection: Selection, k: int, *,
         cap: int | None = 1, space: Space = Space.MEMORY, ef: int | None = None,
-        exact_scores: bool = False,
+        exact_first: int = 0,
     ) -> list[VectorHit]:  # fmt: skip
         dims = schema.dimensions(self.conn)
         if dims is None:
@@ -281,7 +281,7 @@ class PgChannels(Facet):
             cap=cap, ef=ef,
         )  # fmt: skip
         out = [VectorHit(h.vec_key, h.key, h.cosine) for h in hits]
-        if exact_scores and out:
+        if exact_first and out:  # every hit exact: the contract's first ones among them
             vectors = self._vectors(TABLES[space], [h.vec_key for h in out])
             q = np.asarray(query, dtype=np.float32)
             out = [VectorHit(h.vec_key, h.key, float(vectors[h.vec_key] @ q)) for h in out]
@@ -291,14 +291,14 @@ class PgChannels(Facet):
     def begin_vector_top(
         self, query: np.ndarray[Any, Any], selection: Selection, k: int, *,
         cap: int | None = 1, space: Space = Space.MEMORY, ef: int | None = None,
-        exact_scores: bool = False, overlap: bool = True,
+        exact_first: int = 0, overlap: bool = True,
     ) -> Callable[[], list[VectorHit]]:  # fmt: skip
         # The search is a statement on this session's connection, which runs
         # one statement at a time: nothing to overlap, so it runs when asked.
         del overlap
         return functools.partial(
             self.vector_top, query, selection, k,
-            cap=cap, space=space, ef=ef, exact_scores=exact_scores,
+            cap=cap, space=space, ef=ef, exact_first=exact_first,
         )  # fmt: skip
 
     def _vectors(self, table: str, vec_keys: Sequence[int]) -> dict[int, np.ndarray[Any, Any]]:

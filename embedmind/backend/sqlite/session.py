@@ -160,10 +160,10 @@ class SqliteChannels(_Facet):
         cap: int | None = 1,
         space: Space = Space.MEMORY,
         ef: int | None = None,
-        exact_scores: bool = False,
+        exact_first: int = 0,
     ) -> list[VectorHit]:
         finish = self.begin_vector_top(
-            query, selection, k, cap=cap, space=space, ef=ef, exact_scores=exact_scores,
+            query, selection, k, cap=cap, space=space, ef=ef, exact_first=exact_first,
             overlap=False,
         )  # fmt: skip
         return finish()
@@ -177,7 +177,7 @@ class SqliteChannels(_Facet):
         cap: int | None = 1,
         space: Space = Space.MEMORY,
         ef: int | None = None,
-        exact_scores: bool = False,
+        exact_first: int = 0,
         overlap: bool = True,
     ) -> Callable[[], list[VectorHit]]:
         index = self.parts.vectors if space is Space.MEMORY else self.parts.fragment_vectors
@@ -185,7 +185,7 @@ class SqliteChannels(_Facet):
             return list
         finish = vector_search.begin_nearest(
             self.conn, index, query, self.condition(selection), k, cap,
-            _SPACES[space], ef=ef, rescore=exact_scores,
+            _SPACES[space], ef=ef, exact_first=exact_first,
             candidates=self.candidates(selection), overlap=overlap,
         )  # fmt: skip
         return lambda: [VectorHit(v, key, sim) for v, key, sim in finish()]

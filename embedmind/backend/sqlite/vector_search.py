@@ -11,10 +11,11 @@ exactly with numpy instead.
 A memory with several chunks counts once, under its best chunk.
 
 The graph holds float16 copies of the vectors, so its cosines are about 2e-5
-off. A caller that reports scores asks for them exact (``rescore=True``): the
-final hits, and the few candidates close enough to overtake them, are scored
-again from their stored float32 rows (:func:`rescored`), as :func:`exact`
-scores everything it reads.
+off. A caller that reports scores asks for the first hits' exact
+(``exact_first``): those hits, and the few candidates close enough to overtake
+them, are scored again from their stored float32 rows (:func:`rescored`), as
+:func:`exact` scores everything it reads. Each row is a random read of a large
+table, so only the hits the caller reports are read.
 
 The same planner serves the fragment index with a per-record cap
 (:func:`begin_nearest`): the fragment seed's contract is that with
@@ -69,7 +70,7 @@ def begin_nearest(
     cap: int | None,
     space: Space = MEMORY,
     ef: int | None = None,
-    rescore: bool = False,
+    exact_first: int = 0,
     candidates: tuple[str, Sequence[Any]] | None = None,
     *,
     overlap: bool,
@@ -79,8 +80,9 @@ def begin_nearest(
     The hits are at most ``cap`` per record, best first. The cap is applied
     while selecting, before the top-``k`` cut, so one record with many
     vectors cannot crowd out the others; ``cap=1`` is the memory search (a
-    memory counts once, under its best chunk). With ``rescore``, the cosines
-    are exact float32 ones and the order follows them.
+    memory counts once, under its best chunk). The first ``exact_first``
+    hits are the best by exact float32 cosine, in that order and with those
+    cosines (:func:`rescored`); the hits after them keep the graph's.
 
     ``candidates`` is a query of memory keys read from an index that holds
     every memory ``condition`` admits
@@ -97,7 +99,7 @@ def begin_nearest(
     here, the rest in the call.
     """
     if candidates is not None and few(conn, candidates, EXACT_ADMITTED):
-        return lambda: among(conn, index, query, condition, candidates, k, cap, space)
+        return lambda: among(conn, index, query, condition, candidates, k, cap, space, exact_first)
     tail = index.sync_for_search(conn)
     size = len(index) + len(tail[0])
     if size == 0:
@@ -110,7 +112,7 @@ def begin_nearest(
 
     def finish() -> list[Found]:
         return _settled(
-            conn, index, query, condition, k, cap, space, rescore, tail,
+            conn, index, query, condition, k, cap, space, exact_first, tail,
             first, size=size, breadth=breadth, pool=pool,
         )  # fmt: skip
 
@@ -130,7 +132,7 @@ def _settled(
     k: int,
     cap: int | None,
     space: Space,
-    rescore: bool,
+    exact_first: int,
     tail: Tail,
     first: Callable[[], tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]],
     *,
@@ -139,7 +141,7 @@ def _settled(
     pool: int,
 ) -> list[Found]:
     """Widen the pool from ``first``'s search of it until ``k`` admitted hits are settled."""
-    margin = RESCORE_MARGIN if rescore else 0.0
+    margin = RESCORE_MARGIN if exact_first else 0.0
     searched = first()
     while True:
         vec_keys, sims = with_tail(searched, tail, query, pool)
@@ -150,10 +152,10 @@ def _settled(
             spare=True,
         )  # fmt: skip
         chosen = select(found, wanted, cap)
-        if len(chosen) >= wanted and not rescore:
+        if len(chosen) >= wanted and not exact_first:
             return chosen[:k]
         if len(chosen) >= wanted:
-            return rescored(conn, index.dims, query, found, k, cap, space)
+            return rescored(conn, index.dims, query, found, k, cap, space, exact_first)
         if size * admitted <= EXACT_ADMITTED or pool >= size or pool >= EXACT_AFTER:
             # Few admitted vectors (or the graph is exhausted): score all of
             # them exactly rather than miss any.
@@ -178,16 +180,18 @@ def among(
     k: int,
     cap: int | None,
     space: Space = MEMORY,
+    exact_first: int = 0,
 ) -> list[Found]:
-    """The exact top ``k`` of the candidate memories the condition admits (as :func:`exact`).
+    """The top ``k`` of the candidate memories the condition admits, as :func:`exact` finds them.
 
     Every candidate vector is ranked by its graph copy (the vec_keys come
     from the vector table's key index, the vectors from memory, so no vector
     row is read); the condition is checked best first, a growing prefix at a
     time, until ``k`` pass and every candidate that could still overtake the
     ``k``-th once exact has been checked; those few are scored exactly from
-    their float32 rows (:func:`rescored`). A filter admitting 1,000 of 100k
-    memories thus reads about 1,000 index entries and a few dozen rows.
+    their float32 rows (:func:`rescored`: the first ``exact_first`` hits, or
+    all ``k`` when it is 0). A filter admitting 1,000 of 100k memories thus
+    reads about 1,000 index entries and a few dozen rows.
     """
     index.sync_for_search(conn)  # what the graph lacks is read below
     sql, params = candidates
@@ -202,7 +206,7 @@ def among(
     order = np.lexsort((vec_keys, -sims))  # best first, ties by vec_key
     ranked = (vec_keys[order], owners[order], sims[order])
     found, _, _ = admitted_prefix(conn, ranked, condition, k, cap, RESCORE_MARGIN)
-    return rescored(conn, index.dims, query, found, k, cap, space)
+    return rescored(conn, index.dims, query, found, k, cap, space, exact_first or k)
 
 
 def _graph_cosines(
@@ -377,15 +381,21 @@ def rescored(
     k: int,
     cap: int | None,
     space: Space = MEMORY,
+    exact_first: int | None = None,
 ) -> list[Found]:
-    """The best ``k`` of ``ordered`` (graph cosines, best first) under the cap, scored exactly.
+    """The best ``k`` of ``ordered`` (graph cosines, best first) under the cap, the first exact.
 
-    Only the candidates that could make the top ``k`` once exact are read
-    back — those within :data:`RESCORE_MARGIN` of the ``k``-th graph cosine,
-    in one SELECT of about ``k`` rows — so the result is the one rescoring
-    every candidate would give. Equal exact cosines keep the graph's order.
+    The first ``exact_first`` hits (all ``k`` when ``None``) are the best by
+    float32 cosine, in that order and with those cosines; the rest follow in
+    the graph's order. Only the candidates that could reach those places once
+    exact are read back — those within :data:`RESCORE_MARGIN` of the last
+    one's graph cosine, in one SELECT of about ``exact_first`` rows — so they
+    are the ones rescoring every candidate would give, and a smaller
+    ``exact_first`` gives the beginning of a larger one's. Equal exact cosines
+    keep the graph's order.
     """
-    top = select(ordered, k, cap)
+    exact_k = k if exact_first is None else min(exact_first, k)
+    top = select(ordered, exact_k, cap)
     if not top:
         return []
     floor = top[-1][2] - RESCORE_MARGIN
@@ -393,7 +403,11 @@ def rescored(
     vec_keys, _, vectors = vector_rows.load(conn, [v for v, _, _ in near], dims, space)
     sims = dict(zip(vec_keys.tolist(), cosines(vectors, query).tolist(), strict=True))
     scored = [(v, key, sims[v]) for v, key, _ in near if v in sims]
-    return select(sorted(scored, key=lambda h: -h[2]), k, cap)
+    head = select(sorted(scored, key=lambda h: -h[2]), exact_k, cap)
+    if exact_k == k:
+        return head
+    taken = {v for v, _, _ in head}
+    return select(itertools.chain(head, (h for h in ordered if h[0] not in taken)), k, cap)
 
 
 def cosines(
