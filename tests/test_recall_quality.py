@@ -198,3 +198,20 @@ def test_vector_mode_reads_back_only_the_rows_it_reports(
     assert answer.ids and answer[0].content == "m3"
     # About k rows (those within float16's error of the k-th), never the fusion depth.
     assert 0 < sum(read) <= k + 3 < FUSION_DEPTH
+
+
+def test_a_vector_mode_score_does_not_depend_on_k() -> None:
+    # Scored in a batch of about k rows, a memory's float32 cosine differed
+    # in its last bit with the batch's size (a BLAS product sums each row in
+    # an order that depends on it).
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((300, 384)).astype(np.float32)
+    query = rng.standard_normal(384).astype(np.float32)
+    scores: dict[str, set[float]] = {}
+    with embedmind.Store.open(":memory:", embedder=HashingEmbedder(dims=384)) as store:
+        store.remember_many([embedmind.Draft(f"m{i}", vector=v) for i, v in enumerate(vectors)])
+        for k in range(1, 41):
+            for hit in store.recall("", vector=query, k=k, mode="vector"):
+                scores.setdefault(hit.id, set()).add(hit.score)
+    assert len(scores) == 40
+    assert {key: s for key, s in scores.items() if len(s) > 1} == {}

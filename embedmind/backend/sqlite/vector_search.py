@@ -415,10 +415,16 @@ def cosines(
 ) -> npt.NDArray[np.float32]:
     """Cosines of unit ``vectors`` (rows) with the unit ``query``, in float32.
 
+    Each row's cosine is the same whatever rows it is computed beside: a
+    BLAS matrix-vector product sums a row in an order that depends on the
+    batch's size, so a memory scored among 14 rows and among 29 differed in
+    its last bit, and its score depended on ``k``. ``einsum`` sums every row
+    alike (about 3x slower than BLAS: 0.6 ms for 5,000 rows of 384).
     Clipped to ``[-1, 1]``: float32 round-off takes a vector's cosine with
     itself about 1e-7 past 1.
     """
-    sims: npt.NDArray[np.float32] = np.clip(vectors @ query.astype(np.float32), -1.0, 1.0)
+    dots = np.einsum("ij,j->i", vectors, query.astype(np.float32))
+    sims: npt.NDArray[np.float32] = np.clip(dots, -1.0, 1.0)
     return sims
 
 
