@@ -11,6 +11,7 @@ import os
 from types import TracebackType
 from typing import Any
 
+from embedmind import exit_close
 from embedmind.backend.protocol import Backend
 from embedmind.backend.values import OpenOptions, Synchronous
 from embedmind.embedders.adapt import DEFAULT, identity, resolve
@@ -73,6 +74,7 @@ class Store(
         self.fragments = Fragments(backend, commit, embedder)
         """The fragment index (see :class:`embedmind.fragments.Fragments`)."""
         self._engine = Engine(backend, commit, embedder, metrics, self.fragments)
+        exit_close.track(self)
 
     @property
     def embedder(self) -> Embedder | None:
