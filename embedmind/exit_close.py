@@ -8,8 +8,8 @@ Scripts and notebooks often never call ``close()``, so at interpreter exit
 each store this process opened and left open is closed, which saves its
 indexes as ``close()`` does.
 
-A forked child inherits its parent's open stores but never closes them:
-they are the parent's, and its connections are not the child's to use.
+A forked child forgets its parent's open stores (they are the parent's, and
+their connections are not the child's to use) and closes only those it opens.
 A process killed or ended by ``os._exit`` closes nothing; its stores are
 as safe as after a crash (the next open replays the log).
 """
@@ -32,21 +32,18 @@ class Closable(Protocol):
         """Close, saving what the next open would otherwise redo; a second call does nothing."""
 
 
-_opened: weakref.WeakKeyDictionary[Closable, int] = weakref.WeakKeyDictionary()
-"""Each store not yet collected, and the process that opened it."""
+_opened: weakref.WeakSet[Closable] = weakref.WeakSet()
+"""The stores this process opened, until collected (closing one already closed does nothing)."""
 
 
 def track(store: Closable) -> None:
     """Close ``store`` when this process exits, unless it was closed or collected before."""
-    _opened[store] = os.getpid()
+    _opened.add(store)
 
 
 def close_left_open() -> None:
     """Close the stores this process opened and left open (the exit hook)."""
-    pid = os.getpid()
-    for store, owner in list(_opened.items()):
-        if owner != pid:
-            continue
+    for store in list(_opened):
         try:
             store.close()
         except Exception as e:  # exiting: the next open recovers; say so and go on
@@ -54,3 +51,4 @@ def close_left_open() -> None:
 
 
 atexit.register(close_left_open)
+os.register_at_fork(after_in_child=_opened.clear)
