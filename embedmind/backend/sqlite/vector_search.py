@@ -149,7 +149,7 @@ def _settled(
         order = np.lexsort((vec_keys, -sims))
         found, wanted, admitted = admitted_prefix(
             conn, (vec_keys[order], owners[order], sims[order]), condition, k, cap, margin,
-            spare=True,
+            spare=True, exact=exact_first,
         )  # fmt: skip
         chosen = select(found, wanted, cap)
         if len(chosen) >= wanted and not exact_first:
@@ -268,6 +268,7 @@ def admitted_prefix(
     margin: float,
     *,
     spare: bool = False,
+    exact: int | None = None,
 ) -> tuple[list[Found], int, float]:
     """The admitted candidates of the shortest best-first prefix that settles the top ``k``.
 
@@ -276,11 +277,14 @@ def admitted_prefix(
     not change). The condition is checked on a growing prefix, a statement
     per step, so an unfiltered search reads the rows of about ``k``
     candidates rather than of its whole pool: each check is a B-tree lookup
-    of a memory row. Checking stops once ``wanted`` hits are found and the
-    unchecked rest lies more than ``margin`` below the ``wanted``-th (what
-    rescoring could lift past it; 0 without rescoring, where the order is
-    final). Plain Python over the pool: it is usually a few dozen
-    candidates, where each numpy call costs more than the work.
+    of a memory row, a random read at a million memories. Until ``wanted``
+    hits are found the prefix grows fourfold per step; from then on the
+    first ``wanted`` are settled (a later candidate never ranks above an
+    earlier one), and only the candidates within ``margin`` below the
+    ``exact``-th hit are still checked — what rescoring could lift past it
+    (none without rescoring, where the order is final) — in one last step.
+    Plain Python over the pool: it is usually a few dozen candidates, where
+    each numpy call costs more than the work.
 
     Args:
         conn: The read session's connection.
@@ -289,9 +293,11 @@ def admitted_prefix(
         condition: The selection's SQL condition over ``memories m``.
         k: Hits to settle.
         cap: Hits per record at most (``None``: no cap).
-        margin: How far below the ``wanted``-th an unchecked candidate may still matter.
+        margin: How far below the ``exact``-th hit an unchecked candidate may still matter.
         spare: Once a candidate fails, want ``2k`` hits, so the ``k``-th sits
             well inside a graph search's pool, where the search is reliable.
+        exact: How many of the first hits rescoring makes exact (``None``:
+            all that are wanted); the margin is measured from the last of them.
 
     Returns:
         The admitted candidates checked, best first; the hits wanted (``k``,
@@ -302,8 +308,9 @@ def admitted_prefix(
     seen: set[int] = {UNKNOWN}
     passing: set[int] = set()
     found: list[Found] = []
-    checked, step, wanted = 0, k + max(4, k // 4), k
-    while True:
+    checked, wanted = 0, k
+    step = growth = k + max(4, k // 4)
+    while checked < len(rows):
         chunk = rows[checked : checked + step]
         fresh = {owner for _, owner, _ in chunk} - seen
         seen |= fresh
@@ -312,13 +319,26 @@ def admitted_prefix(
         found += kept
         if spare and len(kept) < len(chunk):
             wanted = 2 * k
-        checked, step = checked + len(chunk), step * 4
-        if checked == len(rows):
-            break
+        checked += len(chunk)
         top = select(found, wanted, cap)
-        if len(top) == wanted and (margin == 0 or rows[checked][2] < top[-1][2] - margin):
+        if len(top) < wanted:
+            growth *= 4
+            step = growth
+            continue
+        if not margin:
+            break
+        step = _within(rows, checked, top[min(wanted, exact or wanted) - 1][2] - margin)
+        if not step:
             break
     return found, wanted, len(found) / max(1, checked)
+
+
+def _within(rows: Sequence[Found], start: int, floor: float) -> int:
+    """How many of ``rows`` (best first) from ``start`` on have a cosine of at least ``floor``."""
+    end = start
+    while end < len(rows) and rows[end][2] >= floor:
+        end += 1
+    return end - start
 
 
 def _passing(
