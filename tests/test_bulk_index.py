@@ -255,15 +255,25 @@ def test_no_index_file_holds_vectors_not_committed_yet(
         assert index.save_snapshot(store._db)
 
 
-def test_the_first_recall_after_a_bulk_load_imports_nothing(tmp_path: Path) -> None:
-    # numpy 2.4's np.unique / np.isin import numpy.ma at their first call (100 ms
-    # on a loaded machine): the bulk load's worker must pay it, not the first recall.
+@pytest.mark.parametrize(
+    "write",
+    [
+        'store.remember_many([f"memory number {i}" for i in range(300)], batch_size=100)',
+        'store.remember("memory number 7")',
+    ],
+    ids=["after a bulk load", "after one write"],
+)
+def test_the_first_recall_imports_nothing(tmp_path: Path, write: str) -> None:
+    # numpy 2.4's np.unique / np.isin import numpy.ma at their first call, and
+    # usearch and onnxruntime take 60-100 ms to import: beside a bulk load that
+    # holds the GIL, the reader's first recall waited 422 ms for them. Opening
+    # the store pays for them, where nothing contends.
     script = f"""
 import sys
 import embedmind
 from embedmind.embedders.hashing import HashingEmbedder
 with embedmind.Store.open({str(tmp_path / "s.mind")!r}, embedder=HashingEmbedder(16)) as store:
-    store.remember_many([f"memory number {{i}}" for i in range(300)], batch_size=100)
+    {write}
     before = set(sys.modules)
     store.recall("memory number 7", k=3)
     print(sorted(set(sys.modules) - before))
@@ -272,3 +282,18 @@ with embedmind.Store.open({str(tmp_path / "s.mind")!r}, embedder=HashingEmbedder
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("count", [1, 10, 40, hnsw.ADD_THREADS * 3])
+def test_a_small_add_gives_usearchs_first_thread_one_vector(count: int) -> None:
+    # usearch's first thread takes the GIL back after each vector it adds: beside
+    # busy Python threads each take waits a switch interval (10 vectors on one
+    # thread took 199 ms, on 16 threads 26 ms), and a search waits for the add.
+    asked: list[int] = []
+
+    class Spy:
+        def add(self, keys: Any, vectors: Any, threads: int) -> None:
+            asked.append(threads)
+
+    hnsw._add(Spy(), np.arange(count), np.ones((count, 4), np.float32))  # type: ignore[arg-type]
+    assert asked == [min(count, hnsw.ADD_THREADS)]

@@ -48,17 +48,19 @@ logger = logging.getLogger(__name__)
 
 
 def _usearch_index() -> Any:
-    """Import usearch lazily (never at ``import embedmind``), onnxruntime first.
+    """Import usearch, onnxruntime first, as a vector store opens (not at ``import embedmind``).
 
     Measured here: importing onnxruntime 1.32 *after* usearch 2.26.6 crashes the
     interpreter (SIGSEGV in onnxruntime's module init); the other order is fine.
 
     ``numpy.ma`` too: numpy 2.4's ``np.unique`` and ``np.isin`` import it at
-    their first call, and the vector search calls both. Imported here, the
-    cost (100-130 ms on a loaded 2-core machine) is paid where the index is
-    built or loaded — on the bulk load's worker, or by the search that loads
-    the index anyway — and not by the first recall after ``remember_many``
-    (it was most of that recall at 10k: 153 ms against a warm 23 ms).
+    their first call, and the vector search calls both. :class:`VectorIndex`
+    imports them all when it is made, as the store opens, where nothing
+    contends: imported by the first search instead (60-100 ms alone), they
+    took 422 ms of a reader's first recall beside a bulk load, whose
+    validation holds the GIL for seconds and makes each of an import's many
+    file reads wait a switch interval to take it back (that reader's worst
+    stall was 1.0-1.3 s in ``embedmind bench ingest``'s contention run at 100k).
     """
     importlib.import_module("numpy.ma")
     with suppress(ImportError):
@@ -91,8 +93,6 @@ add's length: 10,000 vectors took 41 s with 2 threads and 12 s with 16 beside a
 busy Python thread on 2 cores (9 s alone). Alone, 16 threads build about as fast
 as one per core (100,000 vectors: 42.8 s against 40.8 in one run, 44-45 s against
 49-53 in another), and inside a bulk load the two measured the same."""
-ADD_MIN_PER_THREAD = 32
-"""Vectors per thread below which an add uses fewer threads (starting them costs more)."""
 SAVE_SHARE = 2
 """From :data:`SAVE_SHARE_FROM` vectors, a periodic save is due only once the
 unsaved changes are also at least 1/SAVE_SHARE of the index: each save
@@ -142,6 +142,7 @@ class VectorIndex:
         dtype: str = "f16",
         space: vector_rows.Space = vector_rows.MEMORY,
     ) -> None:
+        _usearch_index()  # now, not in the first search (see there)
         self.file_path = file_path
         self.space = space
         self.dims = dims
@@ -630,8 +631,20 @@ class VectorIndex:
 
 
 def _add(index: Index, vec_keys: npt.NDArray[Any], vectors: npt.NDArray[np.float32]) -> None:
-    """Add vectors to the graph on :data:`ADD_THREADS` threads (fewer for a small batch)."""
-    threads = max(1, min(ADD_THREADS, len(vec_keys) // ADD_MIN_PER_THREAD))
+    """Add vectors to the graph on :data:`ADD_THREADS` threads, one per vector for a small batch.
+
+    A small add too is spread as wide as it goes: the share of usearch's
+    first thread costs a GIL round trip per vector, which beside busy Python
+    threads is a switch interval each, and a search waits for the add (the
+    index lock). Beside two spinning threads, 10 vectors took 199 ms on one
+    thread and 26 ms on 16 (40: 766 against 66 ms); alone, 16 threads were no
+    slower at any size from 1 to 128. In ``embedmind bench ingest``'s
+    contention run at 100k this took the reader's p99 from 113-132 to 75-77
+    ms, and the second writer's from 113-121 to 169-209 ms: more threads
+    take more of the cores from the bulk load's transaction, which that
+    writer waits for.
+    """
+    threads = max(1, min(ADD_THREADS, len(vec_keys)))
     index.add(np.asarray(vec_keys, dtype=np.uint64), vectors, threads=threads)
 
 
