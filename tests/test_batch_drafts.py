@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import embedmind
+from embedmind import batch_drafts
 from embedmind.batch_drafts import unit_rows
 from embedmind.embedders.adapt import normalized, normalized_one
 from embedmind.embedders.hashing import HashingEmbedder
@@ -62,6 +65,19 @@ def test_matrix_rows_are_the_bits_of_row_by_row(batch: list[list[float]]) -> Non
 @given(st.lists(st.sampled_from([GOOD, *BAD]), min_size=1, max_size=12))
 def test_bad_vectors_raise_what_one_by_one_raises(batch: list[object]) -> None:
     assert _same(_batched(batch), _one_by_one(batch))
+
+
+@given(st.lists(st.sampled_from([GOOD, *BAD]), min_size=1, max_size=12), st.integers(1, 4))
+def test_slices_of_the_batch_give_what_one_by_one_gives(batch: list[object], size: int) -> None:
+    # A bulk load validates its vectors a slice at a time; a bad row in a
+    # later slice must still be the first error, with its draft's own index.
+    with mock.patch.object(batch_drafts, "SLICE", size):
+        assert _same(_batched(batch), _one_by_one(batch))
+        bad = [i for i, v in enumerate(batch) if isinstance(_one_by_one([v]), tuple)]
+        if bad:  # the draft indices given are the ones named
+            with pytest.raises(InvalidInputError) as caught:
+                unit_rows(batch, DIMS, [10 * i for i in range(len(batch))])
+            assert caught.value.field == f"drafts[{10 * bad[0]}].vector"
 
 
 @given(st.lists(vectors.filter(any), min_size=1, max_size=20))
