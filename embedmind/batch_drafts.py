@@ -1,17 +1,18 @@
-"""Caller-given vectors of a whole batch validated as one matrix, with per-draft errors.
+"""Caller-given vectors of a whole batch validated as matrices, with per-draft errors.
 
 ``remember_many`` of 100k drafts with vectors used to validate and normalise
 each vector in its own numpy calls (14 % of a bulk load's profile,
 ``python -m embedmind_bench.ingest_profile``). Here the batch's vectors
-are stacked into one matrix and checked (real numbers, length, finite,
-non-zero) and normalised in a handful of array operations. The per-row
+are stacked into matrices of :data:`SLICE` rows, each checked (real
+numbers, length, finite, non-zero) and normalised in a handful of array
+operations. The per-row
 arithmetic is the one :func:`embedmind.embedders.adapt.normalized` does on a
 single vector (float64, the row's 2-norm, divide, float32), so the rows are
 bit for bit what validating them one at a time gives.
 
-Anything the matrix cannot take as it is — a malformed vector, a ragged or
-non-numeric batch, a row whose squared norm over- or underflows — falls back
-to validating each vector on its own with
+Anything a matrix cannot take as it is — a malformed vector, a ragged or
+non-numeric slice, a row whose squared norm over- or underflows — falls back
+to validating each vector of that slice on its own with
 :func:`~embedmind.embedders.adapt.normalized_one`, so the error (type, field
 ``drafts[i].vector`` and message) is exactly the one the one-at-a-time
 validation raises for the first bad vector.

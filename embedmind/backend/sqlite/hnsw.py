@@ -638,7 +638,7 @@ def _add(index: Index, vec_keys: npt.NDArray[Any], vectors: npt.NDArray[np.float
     threads is a switch interval each, and a search waits for the add (the
     index lock). Beside two spinning threads, 10 vectors took 199 ms on one
     thread and 26 ms on 16 (40: 766 against 66 ms); alone, 16 threads were no
-    slower at any size from 1 to 128. In ``embedmind bench ingest``'s
+    slower at 1, 10, 40 or 128 vectors. In ``embedmind bench ingest``'s
     contention run at 100k this took the reader's p99 from 113-132 to 75-77
     ms, and the second writer's from 113-121 to 169-209 ms: more threads
     take more of the cores from the bulk load's transaction, which that
