@@ -285,7 +285,7 @@ with embedmind.Store.open({str(tmp_path / "s.mind")!r}, embedder=HashingEmbedder
 
 
 @pytest.mark.parametrize("count", [1, 10, 40, hnsw.ADD_THREADS * 3])
-def test_a_small_add_gives_usearchs_first_thread_one_vector(count: int) -> None:
+def test_an_add_runs_on_a_thread_per_vector_up_to_add_threads(count: int) -> None:
     # usearch's first thread takes the GIL back after each vector it adds: beside
     # busy Python threads each take waits a switch interval (10 vectors on one
     # thread took 199 ms, on 16 threads 26 ms), and a search waits for the add.
