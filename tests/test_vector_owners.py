@@ -9,7 +9,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from embedmind.backend.sqlite.vector_owners import UNKNOWN, OwnerMap
-from embedmind.backend.sqlite.vector_search import admitted_prefix, select
+from embedmind.backend.sqlite.vector_search import RESCORE_MARGIN, admitted_prefix, select
 
 
 @pytest.fixture
@@ -64,35 +64,30 @@ def test_learning_grows_the_map_past_its_size(conn: apsw.Connection) -> None:
     st.sets(st.integers(1, 6)),
     st.integers(1, 15),
     st.sampled_from([1, 2, None]),
-    st.sampled_from([0.0, 0.01]),
+    st.sampled_from([0, 1, 3, 15]),
     st.booleans(),
-    st.sampled_from([None, 1, 3]),
 )
-@example([(5, 0.25)] * 7, {5}, 1, None, 0.01, False, None)  # the rest ties: rescoring reads all
-@example([(1, 0.5)] + [(0, 0.5)] * 6 + [(2, 0.25), (3, 0.25)], {1, 2, 3}, 3, 1, 0.0, False, None)
-@example([(1, 0.5), (2, 0.25)] * 6, {1, 2}, 2, None, 0.0, False, None)  # unfiltered: one step
+@example([(5, 0.25)] * 7, {5}, 1, None, 1, False)  # the rest ties: rescoring reads all
+@example([(1, 0.5)] + [(0, 0.5)] * 6 + [(2, 0.25), (3, 0.25)], {1, 2, 3}, 3, 1, 0, False)
+@example([(1, 0.5), (2, 0.25)] * 6, {1, 2}, 2, None, 0, False)  # unfiltered: one step
 # Past the first step only the two candidates near the k-th are read, not a next step of 20.
-@example(
-    [(1, 0.25)] * 5 + [(2, 0.2495)] * 2 + [(3, -0.5)] * 20, {1, 2, 3}, 1, None, 0.01, False, None
-)
+@example([(1, 0.25)] * 5 + [(2, 0.2495)] * 2 + [(3, -0.5)] * 20, {1, 2, 3}, 1, None, 1, False)
 # Only the first hit is made exact: the margin counts from it, not from the k-th.
 @example(
     [(1, 0.5)] + [(1, 0.25)] * 4 + [(2, 0.2495)] * 2 + [(3, -0.5)] * 20,
     {1, 2, 3},
     2,
     None,
-    0.01,
-    False,
     1,
+    False,
 )
 def test_the_admitted_prefix_settles_what_checking_every_candidate_would(
     hits: list[tuple[int, float]],
     admitted: set[int],
     k: int,
     cap: int | None,
-    margin: float,
+    exact: int,
     spare: bool,
-    exact: int | None,
 ) -> None:
     # Oracle: check every candidate, then select. The prefix must give the
     # same top k and hold every admitted candidate rescoring could promote.
@@ -105,7 +100,7 @@ def test_the_admitted_prefix_settles_what_checking_every_candidate_would(
     order = np.lexsort((vecs, -sims))
     ranked = (vecs[order], owners[order], sims[order])
     found, wanted, share = admitted_prefix(
-        db, ranked, ("m.ok = 1", []), k, cap, margin, spare=spare, exact=exact
+        db, ranked, ("m.ok = 1", []), k, cap, exact=exact, spare=spare
     )
     every = [h for h in zip(*(a.tolist() for a in ranked), strict=True) if h[1] in admitted]
     assert found == every[: len(found)]
@@ -115,14 +110,14 @@ def test_the_admitted_prefix_settles_what_checking_every_candidate_would(
             # All pass: the first step settles the top k; past it only the
             # candidates rescoring could lift past the exact-th are read.
             first = min(len(hits), k + max(4, k // 4))
-            if first >= k and margin:
-                floor = every[min(k, exact or k) - 1][2] - margin
+            if first >= k and exact:
+                floor = every[min(k, exact) - 1][2] - RESCORE_MARGIN
                 first += sum(1 for h in every[first:] if h[2] >= floor)
             assert len(found) == first
     elif hits and int(ranked[1][0]) not in admitted:  # the best one fails: every prefix fails
         assert wanted == (2 * k if spare else k)  # the graph's margin, once one fails
     assert select(found, wanted, cap) == select(every, wanted, cap)
-    top = select(every, min(wanted, exact or wanted), cap)
-    if margin and top:  # rescoring reads these: none may be left unchecked
-        near = [h for h in every if h[2] >= top[-1][2] - margin]
+    top = select(every, min(wanted, exact), cap)
+    if exact and top:  # rescoring reads these: none may be left unchecked
+        near = [h for h in every if h[2] >= top[-1][2] - RESCORE_MARGIN]
         assert found[: len(near)] == near

@@ -141,15 +141,14 @@ def _settled(
     pool: int,
 ) -> list[Found]:
     """Widen the pool from ``first``'s search of it until ``k`` admitted hits are settled."""
-    margin = RESCORE_MARGIN if exact_first else 0.0
     searched = first()
     while True:
         vec_keys, sims = with_tail(searched, tail, query, pool)
         owners = index.owners.owners(conn, vec_keys, space)
         order = np.lexsort((vec_keys, -sims))
         found, wanted, admitted = admitted_prefix(
-            conn, (vec_keys[order], owners[order], sims[order]), condition, k, cap, margin,
-            spare=True, exact=exact_first,
+            conn, (vec_keys[order], owners[order], sims[order]), condition, k, cap,
+            exact=exact_first, spare=True,
         )  # fmt: skip
         chosen = select(found, wanted, cap)
         if len(chosen) >= wanted and not exact_first:
@@ -205,8 +204,9 @@ def among(
     sims = _graph_cosines(conn, index, vec_keys, query, space)
     order = np.lexsort((vec_keys, -sims))  # best first, ties by vec_key
     ranked = (vec_keys[order], owners[order], sims[order])
-    found, _, _ = admitted_prefix(conn, ranked, condition, k, cap, RESCORE_MARGIN)
-    return rescored(conn, index.dims, query, found, k, cap, space, exact_first or k)
+    exact = min(exact_first or k, k)
+    found, _, _ = admitted_prefix(conn, ranked, condition, k, cap, exact=exact)
+    return rescored(conn, index.dims, query, found, k, cap, space, exact)
 
 
 def _graph_cosines(
@@ -265,10 +265,9 @@ def admitted_prefix(
     condition: tuple[str, Sequence[Any]],
     k: int,
     cap: int | None,
-    margin: float,
     *,
+    exact: int = 0,
     spare: bool = False,
-    exact: int | None = None,
 ) -> tuple[list[Found], int, float]:
     """The admitted candidates of the shortest best-first prefix that settles the top ``k``.
 
@@ -280,11 +279,11 @@ def admitted_prefix(
     of a memory row, a random read at a million memories. Until ``wanted``
     hits are found the prefix grows fourfold per step; from then on the
     first ``wanted`` are settled (a later candidate never ranks above an
-    earlier one), and only the candidates within ``margin`` below the
-    ``exact``-th hit are still checked — what rescoring could lift past it
-    (none without rescoring, where the order is final) — in one last step.
-    Plain Python over the pool: it is usually a few dozen candidates, where
-    each numpy call costs more than the work.
+    earlier one), and only the candidates within :data:`RESCORE_MARGIN`
+    below the ``exact``-th hit are still checked — what rescoring could lift
+    past it (none without rescoring, where the order is final) — in one last
+    step. Plain Python over the pool: it is usually a few dozen candidates,
+    where each numpy call costs more than the work.
 
     Args:
         conn: The read session's connection.
@@ -293,11 +292,10 @@ def admitted_prefix(
         condition: The selection's SQL condition over ``memories m``.
         k: Hits to settle.
         cap: Hits per record at most (``None``: no cap).
-        margin: How far below the ``exact``-th hit an unchecked candidate may still matter.
+        exact: How many of the first hits :func:`rescored` makes exact (0:
+            none, and the graph's order is final).
         spare: Once a candidate fails, want ``2k`` hits, so the ``k``-th sits
             well inside a graph search's pool, where the search is reliable.
-        exact: How many of the first hits rescoring makes exact (``None``:
-            all that are wanted); the margin is measured from the last of them.
 
     Returns:
         The admitted candidates checked, best first; the hits wanted (``k``,
@@ -325,20 +323,21 @@ def admitted_prefix(
             growth *= 4
             step = growth
             continue
-        if not margin:
+        if not exact:
             break
-        step = _within(rows, checked, top[min(wanted, exact or wanted) - 1][2] - margin)
+        step = len(_near(rows[checked:], top[min(wanted, exact) - 1]))
         if not step:
             break
     return found, wanted, len(found) / max(1, checked)
 
 
-def _within(rows: Sequence[Found], start: int, floor: float) -> int:
-    """How many of ``rows`` (best first) from ``start`` on have a cosine of at least ``floor``."""
-    end = start
-    while end < len(rows) and rows[end][2] >= floor:
-        end += 1
-    return end - start
+def _near(ordered: Sequence[Found], hit: Found) -> list[Found]:
+    """The first of ``ordered`` (best first) that rescoring could lift past ``hit``.
+
+    Those whose graph cosine is within :data:`RESCORE_MARGIN` below ``hit``'s.
+    """
+    floor = hit[2] - RESCORE_MARGIN
+    return list(itertools.takewhile(lambda h: h[2] >= floor, ordered))
 
 
 def _passing(
@@ -418,8 +417,7 @@ def rescored(
     top = select(ordered, exact_k, cap)
     if not top:
         return []
-    floor = top[-1][2] - RESCORE_MARGIN
-    near = list(itertools.takewhile(lambda h: h[2] >= floor, ordered))
+    near = _near(ordered, top[-1])
     vec_keys, _, vectors = vector_rows.load(conn, [v for v, _, _ in near], dims, space)
     sims = dict(zip(vec_keys.tolist(), cosines(vectors, query).tolist(), strict=True))
     scored = [(v, key, sims[v]) for v, key, _ in near if v in sims]
