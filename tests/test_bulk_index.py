@@ -265,7 +265,7 @@ def test_no_index_file_holds_vectors_not_committed_yet(
 )
 def test_the_first_recall_imports_nothing(tmp_path: Path, write: str) -> None:
     # numpy 2.4's np.unique / np.isin import numpy.ma at their first call, and
-    # usearch and onnxruntime take 60-100 ms to import: beside a bulk load that
+    # usearch and onnxruntime take 65-93 ms to import: beside a bulk load that
     # holds the GIL, the reader's first recall waited 422 ms for them. Opening
     # the store pays for them, where nothing contends.
     script = f"""
