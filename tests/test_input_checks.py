@@ -159,9 +159,7 @@ def _assert_blank_refused(info: pytest.ExceptionInfo[embedmind.InvalidInputError
 # stores it; PostgreSQL refuses it with its own error, tests/postgres/test_transfer.py).
 # Without lone surrogates (category Cs): they are refused as unencodable first, with
 # their own error (tests/security/test_bad_input.py), whatever else the text holds.
-unblank = st.text(
-    st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=8
-)
+unblank = st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=8)
 
 
 @given(text=st.one_of(blank, unblank))
