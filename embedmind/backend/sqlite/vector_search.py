@@ -151,13 +151,18 @@ def _settled(
             exact=exact_first, spare=True,
         )  # fmt: skip
         chosen = select(found, wanted, cap)
-        if len(chosen) >= wanted and not exact_first:
+        # A search that gave every vector missed none: what it admitted is all
+        # there is. Scoring them exactly instead would order near-ties by
+        # other cosines than a smaller k's search, so a smaller k would not be
+        # the beginning of this one.
+        settled = len(chosen) >= wanted or len(vec_keys) >= size
+        if settled and not exact_first:
             return chosen[:k]
-        if len(chosen) >= wanted:
+        if settled:
             return rescored(conn, index.dims, query, found, k, cap, space, exact_first)
         if size * admitted <= EXACT_ADMITTED or pool >= size or pool >= EXACT_AFTER:
-            # Few admitted vectors (or the graph is exhausted): score all of
-            # them exactly rather than miss any.
+            # Few admitted vectors (or the graph gave fewer than it holds):
+            # score all of them exactly rather than miss any.
             return exact(conn, index.dims, query, condition, k, cap, space)
         pool = min(size, max(pool * 4, int(4 * k / max(admitted, 1e-9))))
         searched = index.search(query, pool, breadth)
