@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import Counter
@@ -148,6 +149,26 @@ def test_bm25_matches_the_textbook_formula(conn: psycopg.Connection) -> None:
     assert got.keys() == expected.keys()
     for key in got:
         assert got[key] == pytest.approx(expected[key], rel=1e-12)
+
+
+def test_the_same_words_in_any_order_score_bit_for_bit_alike(conn: psycopg.Connection) -> None:
+    # The postings of a text are written in the order its words first appear,
+    # and a sum taken in scan order rounded each order its own way: equal
+    # texts then ranked by the last bit, not by key as their ties should.
+    _reset(conn)
+    words = ["alpha", "bravo", "charlie", "delta"]
+    texts = [" ".join(p) for p in itertools.permutations(words)]
+    texts += ["echo foxtrot"] * 7 + ["alpha"] * 3 + ["bravo charlie"] * 5
+    with conn.transaction():
+        keys = records.insert(conn, [_row(i, t, session=None) for i, t in enumerate(texts)])
+        lexical.index(conn, keys, session_context=True)
+    with conn.transaction():
+        # Whatever plan the server picks: here the one that sorts the postings
+        # by key before summing, which leaves each key's terms in any order.
+        conn.execute("SET LOCAL enable_hashagg = off")
+        found = lexical.text_top(conn, " ".join(words), sql.SQL("TRUE"), [], 24)
+    assert len({score for _, score in found}) == 1
+    assert [key for key, _ in found] == sorted(keys[:24])
 
 
 def test_a_selective_filter_never_under_returns(conn: psycopg.Connection) -> None:

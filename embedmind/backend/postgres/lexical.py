@@ -328,6 +328,7 @@ _SCORE = """
     scored AS (
         SELECT p.key, sum(
             i.idf * p.tf * {k1_plus_1} / (p.tf + {k1} * (1 - {b} + {b} * p.length / s.avgdl))
+            ORDER BY p.term
         ) AS score
         FROM postings p JOIN idf i ON i.term = p.term CROSS JOIN stats s
         GROUP BY p.key
