@@ -259,8 +259,10 @@ class BothBackends(RuleBasedStateMachine):
             "page": [(m.id, m.namespace, m.tier, m.tags, m.metadata, m.superseded_by,
                       m.forgotten, m.expires_at, m.access_count) for _, _, m in page],
             "text": sorted((round(s, 3), name[k]) for k, s in r.channels.text_top(text, selection, 1000)),
+            # Exact cosines: past `exact_first` a graph's own (float16) may stand.
             "vector": sorted((round(h.cosine, 4), name[h.key])
-                             for h in r.channels.vector_top(query, selection, 1000)),
+                             for h in r.channels.vector_top(query, selection, 1000,
+                                                            exact_first=1000)),
             "admitted": sorted(name[k] for k in r.records.admitted(keys, selection)),
             "expired": sorted((name[k], tier) for k, _, tier in r.lifecycle.expired(selection.now, 1000)),
             "activity": sorted((ns, n) for ns, n, _ in r.lifecycle.namespace_activity()),
