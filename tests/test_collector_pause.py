@@ -72,30 +72,3 @@ def test_overlapping_bulk_writes_resume_the_collector_once_the_last_ends() -> No
     thread.join(10)
     assert seen == [False], "the collector resumed while a bulk write was still running"
     assert gc.isenabled()
-
-
-def _young() -> set[int]:
-    return {id(o) for generation in (0, 1) for o in gc.get_objects(generation)}
-
-
-def test_what_a_bulk_write_keeps_leaves_the_pause_in_the_oldest_generation() -> None:
-    # Left young, the first collection after the pause scanned all of them at
-    # once while every other thread waited for the GIL.
-    with embedmind.Store.open(":memory:", embedder=HashingEmbedder(16)) as store:
-        kept = store.remember_many([f"memory {i}" for i in range(3_000)], batch_size=500)
-        young = _young()
-        assert not any(id(memory) in young for memory in kept)
-        assert gc.get_freeze_count() == 0
-
-
-def test_objects_the_application_froze_stay_frozen() -> None:
-    gc.freeze()
-    try:
-        frozen = gc.get_freeze_count()
-        assert frozen > 0
-        with embedmind.Store.open(":memory:", embedder=HashingEmbedder(16)) as store:
-            store.remember_many([f"memory {i}" for i in range(300)], batch_size=100)
-        assert gc.get_freeze_count() >= frozen
-        assert gc.isenabled()
-    finally:
-        gc.unfreeze()

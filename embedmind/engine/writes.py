@@ -170,8 +170,7 @@ def _collector_paused() -> Iterator[None]:
     1-2 s of a 50k load's main thread, about a tenth. Reference counting still
     frees everything. Bulk writes on several threads share one pause: the
     collector resumes when the last of them returns or raises, and only if it
-    was running when the first began. What the writes left alive is moved to
-    the oldest generation first (:func:`_age_the_young`).
+    was running when the first began.
     """
     global _pauses, _resume
     with _pause_lock:
@@ -185,28 +184,7 @@ def _collector_paused() -> Iterator[None]:
         with _pause_lock:
             _pauses -= 1
             if _pauses == 0 and _resume:
-                _age_the_young()
                 gc.enable()
-
-
-def _age_the_young() -> None:
-    """Move every object the collector tracks to its oldest generation, without a scan.
-
-    While the collector was paused, every container allocated and kept (the
-    memories a load returns, a library's caches) stayed in the youngest
-    generation. The first collections after the pause scanned them all,
-    holding the GIL: 80-90 ms, then 40-50 ms more, after a load of 100k
-    memories, stalls for every other thread of the process (the full
-    collections that later scan every live object remain, as in any process
-    that holds as many). ``freeze`` then ``unfreeze`` splices the
-    generations' lists into the oldest one in constant time, so they are
-    scanned when a full collection next runs, as every long-lived object is.
-    Skipped when the application froze objects itself: ``unfreeze`` would
-    thaw those too.
-    """
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
 
 
 _pause_lock = threading.Lock()
