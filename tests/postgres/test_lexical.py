@@ -148,7 +148,8 @@ def test_bm25_matches_the_textbook_formula(conn: psycopg.Connection) -> None:
             expected[key] = s
     assert got.keys() == expected.keys()
     for key in got:
-        assert got[key] == pytest.approx(expected[key], rel=1e-12)
+        # Each term's contribution is summed as float32: exact to about 6e-8.
+        assert got[key] == pytest.approx(expected[key], rel=1e-7)
 
 
 def test_the_same_words_in_any_order_score_bit_for_bit_alike(conn: psycopg.Connection) -> None:

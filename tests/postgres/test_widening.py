@@ -63,10 +63,10 @@ def _near_ties(texts: list[str], query: str) -> bool:
     """Whether two memories that score differently in exact arithmetic come within float32 noise.
 
     For any subset of the query's terms (the whole query and every key-term
-    sub-query among them). The SQLite backend ranks by float32 impacts and
-    PostgreSQL in float64, so two scores that close (or equal in exact
-    arithmetic but reached by other sums) may be ordered either way, and
-    both are right. Memories with the same term counts and length score bit
+    sub-query among them). Each backend sums float32 contributions that it
+    computes in its own float64 arithmetic, so two scores that close (or
+    equal in exact arithmetic but reached by other sums) may be ordered
+    either way, and both are right. Memories with the same term counts and length score bit
     for bit alike in each backend, and both order those by key.
     """
     docs = [analyze(text) for text in texts]
@@ -139,7 +139,7 @@ def test_widening_equals_the_sqlite_backends(pg_url: str, case: dict[str, Any]) 
                 }
             )
     ours, theirs = answers[1], answers[0]
-    # Equal to float32 precision (one backend keeps float32 impacts): rounded
-    # to a fixed decimal, two such scores can land either side of a boundary.
+    # Equal to float32 precision (both sum float32 contributions): rounded to
+    # a fixed decimal, two such scores can land either side of a boundary.
     assert ours.pop("scores") == pytest.approx(theirs.pop("scores"), rel=1e-6)
     assert ours == theirs

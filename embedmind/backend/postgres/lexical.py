@@ -310,6 +310,12 @@ def _add_stats(conn: Conn, docs: int, length: int) -> None:
 
 # -- reads ---------------------------------------------------------------------
 
+# Each term's contribution is rounded to float4 before the float8 sum. A sum
+# of a few float4 values is exact in float8, so a memory's score does not
+# depend on the order the plan feeds its terms in (the same words in another
+# order tie exactly, and rank by key); it keeps the float32 precision of the
+# SQLite backend's impacts. Summing in term order (ORDER BY in the sum) would
+# do the same at the cost of sorting every matching posting row.
 _SCORE = """
     WITH stats AS (
         SELECT sum(doc_count)::float8 AS n,
@@ -326,10 +332,9 @@ _SCORE = """
         FROM ({df}) d JOIN wanted w ON w.term = d.term CROSS JOIN stats s
     ),
     scored AS (
-        SELECT p.key, sum(
+        SELECT p.key, sum((
             i.idf * p.tf * {k1_plus_1} / (p.tf + {k1} * (1 - {b} + {b} * p.length / s.avgdl))
-            ORDER BY p.term
-        ) AS score
+        )::float4::float8) AS score
         FROM postings p JOIN idf i ON i.term = p.term CROSS JOIN stats s
         GROUP BY p.key
     )
