@@ -66,8 +66,9 @@ def _near_ties(texts: list[str], query: str) -> bool:
     sub-query among them). Each backend sums float32 contributions that it
     computes in its own float64 arithmetic, so two scores that close (or
     equal in exact arithmetic but reached by other sums) may be ordered
-    either way, and both are right. Memories with the same term counts and length score bit
-    for bit alike in each backend, and both order those by key.
+    either way, and both are right. Memories with the same term counts and
+    length score bit for bit alike in each backend, and both order those by
+    key.
     """
     docs = [analyze(text) for text in texts]
     avgdl = sum(map(len, docs)) / len(docs)
