@@ -209,7 +209,7 @@ def among(
     sims = _graph_cosines(conn, index, vec_keys, query, space)
     order = np.lexsort((vec_keys, -sims))  # best first, ties by vec_key
     ranked = (vec_keys[order], owners[order], sims[order])
-    exact = min(exact_first or k, k)
+    exact = exact_first or k  # both clamp it to the hits they settle
     found, _, _ = admitted_prefix(conn, ranked, condition, k, cap, exact=exact)
     return rescored(conn, index.dims, query, found, k, cap, space, exact)
 
