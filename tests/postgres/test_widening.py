@@ -28,7 +28,7 @@ from embedmind.backend.postgres import plugin
 from embedmind.backend.postgres.lexical import query_terms
 from embedmind.backend.postgres.testing import ThrowawayServer
 from embedmind.lexical.analyzer import analyze
-from embedmind.lexical.bm25 import K1, B, idf
+from embedmind.lexical.bm25 import idf, upper_bound
 from embedmind.query.selection import Selection
 from embedmind.timestamps import to_micros
 
@@ -80,8 +80,9 @@ def _near_ties(texts: list[str], query: str) -> bool:
             scored: dict[tuple[tuple[int, int], ...], float] = {}
             for doc, count in zip(docs, counts, strict=True):
                 shape = tuple((count[t], len(doc) if count[t] else 0) for t in subset)
+                # A posting's BM25 weight: the bound of a block of that one posting.
                 scored[shape] = sum(
-                    weights[t] * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))
+                    upper_bound(tf, length, weights[t], avgdl)
                     for t, (tf, length) in zip(subset, shape, strict=True)
                     if tf
                 )
