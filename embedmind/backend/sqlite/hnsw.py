@@ -60,7 +60,8 @@ def _usearch_index() -> Any:
     took 422 ms of a reader's first recall beside a bulk load, whose
     validation holds the GIL for seconds and makes each of an import's many
     file reads wait a switch interval to take it back (that reader's worst
-    stall was 0.9-1.3 s in ``embedmind bench ingest``'s contention run at 100k).
+    stall was 0.9-1.3 s in ``embedmind bench ingest``'s contention workload at
+    100k, run by a script that timed each call).
     """
     importlib.import_module("numpy.ma")
     with suppress(ImportError):
@@ -639,7 +640,8 @@ def _add(index: Index, vec_keys: npt.NDArray[Any], vectors: npt.NDArray[np.float
     index lock). Beside two spinning threads, 10 vectors took 199 ms on one
     thread and 26 ms on 16 (40: 766 against 66 ms); alone, 16 threads were no
     slower at 1, 10, 40 or 128 vectors. In ``embedmind bench ingest``'s
-    contention run at 100k this took the reader's p99 from 119-132 to 75-77
+    contention workload at 100k (run by a script that timed each call, two
+    runs of each rule) this took the reader's p99 from 119-132 to 75-77
     ms, and the second writer's from 113-121 to 169-209 ms: more threads
     take more of the cores from the bulk load's transaction, which that
     writer waits for.
