@@ -38,6 +38,15 @@ def soon(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Callable[[]
     return future.result
 
 
+def ready() -> None:
+    """Start a worker thread now unless one is idle.
+
+    A thread costs about 0.4 ms to start (2-core AMD EPYC): paid here, when a
+    store with vectors opens, rather than by its first hybrid recall.
+    """
+    _workers().submit(int)
+
+
 def _workers() -> ThreadPoolExecutor:
     global _pool
     with _lock:
