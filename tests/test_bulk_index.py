@@ -48,6 +48,37 @@ def test_one_batch_leaves_the_search_to_catch_up_lazily(tmp_path: Path) -> None:
         assert store._vectors is not None and not store._vectors.loaded
 
 
+def test_a_bulk_loads_index_saves_are_registered_by_the_loading_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite drops every page a connection has cached once another connection
+    # commits; the worker that extends and saves the index must leave the
+    # registering write to the loading thread, so its first read stays warm.
+    monkeypatch.setattr(commit, "SAVE_INDEX_AFTER", 50)  # several saves within the load
+    registered = []
+    register = hnsw.VectorIndex.register_snapshot
+
+    def counted(self: hnsw.VectorIndex, *args: Any) -> bool:
+        registered.append(threading.current_thread() is threading.main_thread())
+        return register(self, *args)
+
+    monkeypatch.setattr(hnsw.VectorIndex, "register_snapshot", counted)
+    with _open(tmp_path / "s.mind") as store:
+        store.remember_many([f"warm up {i}" for i in range(300)], batch_size=100)
+
+        def data_version() -> int:
+            with store._db.read() as conn:
+                return int(conn.execute("PRAGMA data_version").fetchone()[0])
+
+        before = data_version()
+        store.remember_many([f"memory number {i}" for i in range(700)], batch_size=100)
+        assert data_version() == before, "another connection wrote the store during the load"
+        assert len(registered) >= 3 and all(registered), registered
+        with store._db.read() as conn:
+            entry = vector_rows.index_file(conn, vector_rows.MEMORY.index_name)
+            assert entry is not None and entry.seq == vector_rows.last_seq(conn)
+
+
 @pytest.mark.parametrize("bulk", [True, False])
 def test_a_due_save_holds_neither_the_writer_lock_nor_searches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bulk: bool

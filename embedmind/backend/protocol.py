@@ -30,6 +30,7 @@ can do beyond the protocol is declared in :class:`Capabilities`, never sniffed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -208,13 +209,22 @@ class VectorCache(Protocol):
         """Whether this process holds the index in memory."""
         ...
 
-    def catch_up(self, *, save_after: int, extend: bool = True) -> None:
+    def catch_up(
+        self, *, save_after: int, extend: bool = True, register: bool = True
+    ) -> Callable[[], object] | None:
         """Bring the index up to what has committed, and save its file once enough is unsaved.
 
         Args:
             save_after: Unsaved changes from which the index file is also written.
             extend: Bring the in-memory index up to date even when no save is
                 due (``False``: leave that to the next search).
+            register: Record a saved file in the store here. ``False`` (a worker
+                thread's catch-up) leaves that write to the returned call, made
+                on the thread that writes the store.
+
+        Returns:
+            With ``register=False``, what registers a file just saved (``None``
+            when none was).
         """
         ...
 

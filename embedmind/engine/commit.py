@@ -40,12 +40,14 @@ After COMMIT (never on rollback):
    (:meth:`~embedmind.backend.sqlite.hnsw.VectorIndex.catch_up`). Inside
    :meth:`CommitPath.bulk` (``remember_many``) this runs on a worker thread,
    overlapping the next batch, and the block ends only once the index holds
-   every batch; elsewhere a write leaves the catching up to the next search,
-   unless a save is due. While a bulk block runs on another thread of the
-   process, a small write leaves both to that block's worker, so it never
-   waits for a batch being added or a large index being serialised. It
-   is a cache: a failure is logged, never raised, since the mutation it
-   follows is committed.
+   every batch; the worker writes a due save's file, and the loading thread
+   registers it (a commit from the worker's own connection would make SQLite
+   drop every page the loading thread's connection has cached); elsewhere a
+   write leaves the catching up to the next search, unless a save is due.
+   While a bulk block runs on another thread of the process, a small write
+   leaves both to that block's worker, so it never waits for a batch being
+   added or a large index being serialised. It is a cache: a failure is
+   logged, never raised, since the mutation it follows is committed.
 
 Which field a method fills is the rule: content stored is ``written`` (a
 redaction: ``redacted``); a namespace or tier changed is ``placed``; any other
@@ -66,7 +68,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from embedmind.backend.protocol import Backend, Records, VectorCache, WriteSession
 from embedmind.chunking import Chunker
@@ -84,6 +86,8 @@ from embedmind.plugins import notify_committed
 from embedmind.policies import EvictionPolicy, FragmentPolicy
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CATCH_UP_AT = 256
 """Memories a bulk block writes from which the vector index catches up with
@@ -255,7 +259,7 @@ class CommitPath:
             pending, self._bulk.pool, self._bulk.pending = self._bulk.pending, None, None
             try:
                 if pending is not None:
-                    pending.result()  # never raises: _quietly logs
+                    _collect(pending)
             finally:
                 with self._bulk_count_lock:
                     self._bulk_blocks -= 1
@@ -325,8 +329,10 @@ class CommitPath:
             return
         pending = self._bulk.pending
         if pending is not None:
-            pending.result()  # one in flight: the index never falls far behind
-        self._bulk.pending = pool.submit(_quietly, vectors.catch_up, save_after=save_after)
+            _collect(pending)  # one in flight: the index never falls far behind
+        self._bulk.pending = pool.submit(
+            _quietly, vectors.catch_up, save_after=save_after, register=False
+        )
 
     def _evict(self, session: WriteSession, done: Sequence[Committed]) -> tuple[str, ...]:
         """Cap-cull: the oldest memories beyond the cap in each group a memory entered."""
@@ -421,12 +427,24 @@ def _count(metrics: Any, c: Committed) -> None:
         emit(metrics, "sweep_expired", change.tier)
 
 
-def _quietly(catch_up: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+def _quietly(catch_up: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
     """Run a catch-up of a derived index; log, never raise (the write it follows committed)."""
     try:
-        catch_up(*args, **kwargs)
+        return catch_up(*args, **kwargs)
     except Exception:
         logger.warning("the vector index did not catch up (the next search will)", exc_info=True)
+        return None
+
+
+def _collect(pending: Future[Callable[[], object] | None]) -> None:
+    """Wait for a worker's catch-up, then register here the index file it saved, if any.
+
+    The worker never writes the store itself: a commit from its connection
+    would make SQLite drop every page this thread's connection has cached.
+    """
+    register = pending.result()  # never raises: _quietly logs
+    if register is not None:
+        _quietly(register)
 
 
 def emit(metrics: Any, event: str, *args: Any) -> None:

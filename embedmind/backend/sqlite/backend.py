@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -58,9 +58,13 @@ class MemoryVectorCache:
         """Whether this process holds the index in memory."""
         return self._index.loaded
 
-    def catch_up(self, *, save_after: int, extend: bool = True) -> None:
+    def catch_up(
+        self, *, save_after: int, extend: bool = True, register: bool = True
+    ) -> Callable[[], object] | None:
         """Extend the index with what committed; save it once ``save_after`` changes are unsaved."""
-        self._index.catch_up(self._database, save_after=save_after, extend=extend)
+        return self._index.catch_up(
+            self._database, save_after=save_after, extend=extend, register=register
+        )
 
     def add_uncommitted(
         self, vec_keys: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]

@@ -15,20 +15,23 @@ called by the commit path, on a worker thread during ``remember_many``): the
 graph is extended with the committed vectors, never rebuilt, and the periodic
 save (:meth:`VectorIndex.save_snapshot`) serialises the index outside the
 writer lock, writes the file, and only then registers it in a short write
-transaction of its own. The SQLite rows are the truth; a save that is lost
+transaction of its own (on a bulk load's worker, the loading thread registers
+it). The SQLite rows are the truth; a save that is lost
 (a crash, a race with another process's save) leaves an unregistered or
 mismatched file, which the next open rebuilds or replays from the log.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import apsw
@@ -131,6 +134,16 @@ def default_ef(size: int) -> int:
     if size < 500_000:
         return 256
     return 384
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """An index file written and fsynced, and not yet registered."""
+
+    file: vector_rows.IndexFile
+    """Its registry entry: the log sequence it holds, its checksum and size."""
+    index: Index
+    """The in-memory index it was serialised from."""
 
 
 class VectorIndex:
@@ -515,7 +528,9 @@ class VectorIndex:
         """Whether this process holds the index in memory (loaded or built)."""
         return self._index is not None
 
-    def catch_up(self, db: Database, *, save_after: int, extend: bool = True) -> None:
+    def catch_up(
+        self, db: Database, *, save_after: int, extend: bool = True, register: bool = True
+    ) -> Callable[[], object] | None:
         """Extend the in-memory index with what has committed; save it once enough is unsaved.
 
         Called after a write committed, outside its transaction and the writer
@@ -529,70 +544,106 @@ class VectorIndex:
                 (:meth:`save_snapshot`).
             extend: Bring the in-memory index up to date even when no save is
                 due (``False``: leave that to the next search).
+            register: Register a saved file here. ``False`` leaves that to the
+                returned call, so a worker thread never writes the store: a
+                commit from another connection makes SQLite drop every page the
+                writing thread's connection has cached, while a commit of its
+                own keeps them.
+
+        Returns:
+            With ``register=False``, the registration of a file just saved
+            (``None`` when none was): call it on the thread that writes.
         """
         with db.read() as conn:
             if extend:
                 self.sync(conn)
             due = self.file_path is not None and self._save_due(conn, save_after)
-        if due:
-            self.save_snapshot(db)
+        if not due:
+            return None
+        snapshot = self.write_snapshot(db)
+        if snapshot is None:
+            return None
+        if not register:
+            return functools.partial(self.register_snapshot, db, snapshot)
+        self.register_snapshot(db, snapshot)
+        return None
 
     def save_snapshot(self, db: Database) -> bool:
         """Save the committed index outside any write transaction, then register it.
 
-        The index is serialised to memory under this object's lock (searches
-        wait that long, never for the disk), the file is written and fsynced
-        with no lock held, and the registry row and the log trim commit in a
-        write transaction of their own that only touches two small tables. A
-        save that fails or loses a race only leaves the registry as it was.
-
         Returns:
             Whether a file was written and registered.
         """
+        snapshot = self.write_snapshot(db)
+        return snapshot is not None and self.register_snapshot(db, snapshot)
+
+    def write_snapshot(self, db: Database) -> _Snapshot | None:
+        """Write the committed index to its file, not yet registered.
+
+        The index is serialised to memory under this object's lock (searches
+        wait that long, never for the disk), and the file is written and
+        fsynced with no lock held. A save that fails leaves the registry as it
+        was.
+
+        Returns:
+            What :meth:`register_snapshot` records, or ``None`` when no file was
+            written (none due, a failure, another thread saving right now).
+        """
         if self.file_path is None or time.monotonic() < self._retry_at:
-            return False
+            return None
         if not self._save_lock.acquire(blocking=False):
-            return False  # another thread of this process is saving it right now
+            return None  # another thread of this process is saving it right now
         try:
             with db.read() as conn, self._lock:
                 self.sync(conn)
                 index, applied = self._index, self._applied
                 if index is None:
-                    return False
+                    return None
                 if self._early_key > vector_rows.last_key(conn, self.space):
                     # It holds a bulk transaction's vectors not committed yet (a
                     # bulk load on another thread): a file of them would outlive
                     # a rollback, whose vec_keys are handed out again.
-                    return False
+                    return None
                 entry = vector_rows.index_file(conn, self.space.index_name)
                 if entry is not None and entry.seq >= applied and self._from_file:
-                    return False
+                    return None
                 data = self._serialise(index)
-            saved = self._write_snapshot(data)
+            saved = self._write_bytes(data)
             if saved is None:
-                return False
+                return None
             size, checksum = saved
-            with db.write() as conn:
-                entry = vector_rows.index_file(conn, self.space.index_name)
-                if entry is not None and entry.seq > applied:
-                    return False  # another process registered a newer save meanwhile
-                vector_rows.record_index_file(
-                    conn, self.space.index_name, vector_rows.IndexFile(applied, checksum, size)
-                )
-                vector_rows.trim_log(conn, applied, self.space)
-            with self._lock:
-                if self._index is index:
-                    self._from_file = True
-            return True
+            return _Snapshot(vector_rows.IndexFile(applied, checksum, size), index)
         finally:
             self._save_lock.release()
+
+    def register_snapshot(self, db: Database, snapshot: _Snapshot) -> bool:
+        """Record a written file in the registry and trim the log it covers.
+
+        In a write transaction of its own that only touches two small tables.
+        A file another save has replaced since is registered all the same: its
+        checksum no longer matches, so the next open rebuilds (never trusts it).
+
+        Returns:
+            Whether it was registered (not when another process registered a
+            newer save meanwhile).
+        """
+        with db.write() as conn:
+            entry = vector_rows.index_file(conn, self.space.index_name)
+            if entry is not None and entry.seq > snapshot.file.seq:
+                return False  # another process registered a newer save meanwhile
+            vector_rows.record_index_file(conn, self.space.index_name, snapshot.file)
+            vector_rows.trim_log(conn, snapshot.file.seq, self.space)
+        with self._lock:
+            if self._index is snapshot.index:
+                self._from_file = True
+        return True
 
     def _serialise(self, index: Index) -> bytearray:
         data = index.save()
         assert data is not None  # save() without a path returns the bytes
         return cast(bytearray, data)  # a fresh buffer of its own: written as it is, not copied
 
-    def _write_snapshot(self, data: bytearray) -> tuple[int, str] | None:
+    def _write_bytes(self, data: bytearray) -> tuple[int, str] | None:
         """Write serialised bytes as the index file; ``None`` (logged) when it failed."""
         assert self.file_path is not None  # checked by save_snapshot
 
