@@ -34,8 +34,8 @@ apsw evicts by use, not by statement: every execution (each row of an
 ``executemany`` too) puts its statement back in the next slot of a ring and
 evicts whatever sat there. A ``remember`` of a 34-word message used enough
 slots that the recall after it compiled 6.4 statements again each time; with
-512 slots it compiled none (0.1). The slots only hold pointers; the statements
-held are the distinct ones in use.
+512 slots it compiled none (0.1). A slot is a pointer: the statements held are
+still only the distinct ones in use.
 """
 FORK_MESSAGE = (
     "store {path!r} was opened before fork(); SQLite connections cannot cross fork(), "

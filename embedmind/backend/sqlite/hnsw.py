@@ -587,7 +587,8 @@ class VectorIndex:
 
         Returns:
             What :meth:`register_snapshot` records, or ``None`` when no file was
-            written (none due, a failure, another thread saving right now).
+            written (nothing new to save, a failure, another thread saving
+            right now).
         """
         if self.file_path is None or time.monotonic() < self._retry_at:
             return None
