@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from pathlib import Path
@@ -10,9 +11,11 @@ import numpy as np
 import pytest
 
 import embedmind
+from embedmind import drafts
 from embedmind.backend.sqlite import hnsw
 from embedmind.backend.sqlite.locking import FairThreadLock
 from embedmind.embedders.hashing import HashingEmbedder
+from embedmind.engine import writes
 
 
 def _wait_for(condition: object, seconds: float = 10.0) -> None:
@@ -84,3 +87,34 @@ def test_a_search_during_a_bulk_load_scores_the_vectors_the_graph_lacks(
         monkeypatch.setattr(index, "_fed_at", -hnsw.FED_RECENT_SECONDS)  # the load is over
         assert store.recall("", k=1, mode="vector", vector=vector).ids == [new.id]
         assert len(index) == before + 1  # now the search replays it as before
+
+
+def test_validating_a_bulk_load_sleeps_every_few_drafts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Validation is pure Python: without a real sleep (which releases the GIL
+    # for long enough that a waiting thread takes it) a reader beside it got
+    # the GIL back once per switch interval at each SQLite step.
+    prepared = 0
+    at_sleep: list[int] = []
+    prepare, sleep = drafts.prepare, time.sleep
+
+    def counted(*args: object) -> object:
+        nonlocal prepared
+        prepared += 1
+        return prepare(*args)  # type: ignore[arg-type]
+
+    def noted(seconds: float) -> None:
+        at_sleep.append(prepared)
+        sleep(seconds)
+
+    monkeypatch.setattr(drafts, "prepare", counted)
+    monkeypatch.setattr(time, "sleep", noted)
+    with embedmind.Store.open(tmp_path / "s.mind", embedder=None) as store:
+        store.remember_many([f"memory {i}" for i in range(230)])
+        stops = [0, *at_sleep, prepared]
+        assert prepared == 230
+        assert max(b - a for a, b in itertools.pairwise(stops)) <= writes.YIELD_EVERY
+        at_sleep.clear()
+        store.remember("one memory")
+        assert not at_sleep, "a single write sleeps"
