@@ -89,7 +89,7 @@ def test_a_search_during_a_bulk_load_scores_the_vectors_the_graph_lacks(
         assert len(index) == before + 1  # now the search replays it as before
 
 
-def test_validating_a_bulk_load_sleeps_every_few_drafts(
+def test_validating_a_bulk_load_sleeps_every_few_drafts_while_a_reader_is_there(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Validation is pure Python: without a real sleep (which releases the GIL
@@ -109,12 +109,27 @@ def test_validating_a_bulk_load_sleeps_every_few_drafts(
         sleep(seconds)
 
     monkeypatch.setattr(drafts, "prepare", counted)
-    monkeypatch.setattr(time, "sleep", noted)
     with embedmind.Store.open(tmp_path / "s.mind", embedder=None) as store:
-        store.remember_many([f"memory {i}" for i in range(230)])
+        monkeypatch.setattr(time, "sleep", noted)
+        store.remember_many([f"alone {i}" for i in range(230)])
+        assert not at_sleep, "slept with no reader in the process"
+
+        reading, done = threading.Event(), threading.Event()
+
+        def reader() -> None:
+            with store._backend.read():
+                reading.set()
+                done.wait(10)
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        try:
+            assert reading.wait(10)
+            prepared = 0
+            store.remember_many([f"memory {i}" for i in range(230)])
+        finally:
+            done.set()
+            thread.join(10)
         stops = [0, *at_sleep, prepared]
         assert prepared == 230
         assert max(b - a for a, b in itertools.pairwise(stops)) <= writes.YIELD_EVERY
-        at_sleep.clear()
-        store.remember("one memory")
-        assert not at_sleep, "a single write sleeps"

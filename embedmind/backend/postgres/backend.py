@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
+from embedmind.backend import readers
 from embedmind.backend.postgres import plugin, schema
 from embedmind.backend.postgres.connection import Database, translating
 from embedmind.backend.postgres.schema import DEFAULT_SCHEMA
@@ -75,7 +76,7 @@ class PostgresBackend:
     @contextmanager
     def read(self) -> Iterator[PgRead]:
         """A read snapshot (``REPEATABLE READ, READ ONLY``)."""
-        with self.database.read() as conn:
+        with readers.reading(), self.database.read() as conn:
             yield PgRead(conn)
 
     @contextmanager

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 import numpy as np
 import numpy.typing as npt
 
+from embedmind.backend import readers
 from embedmind.backend.sqlite import fileio, search_worker, vector_rows
 from embedmind.backend.sqlite.connection import MEMORY_PATH
 from embedmind.backend.sqlite.database import Database, normalize_path
@@ -119,7 +120,7 @@ class SqliteBackend:
     @contextmanager
     def read(self) -> Iterator[SqliteRead]:
         """Open a read snapshot."""
-        with self.database.read() as conn:
+        with readers.reading(), self.database.read() as conn:
             yield SqliteRead(conn, self.parts)
 
     @contextmanager
