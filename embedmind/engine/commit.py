@@ -439,8 +439,7 @@ def _quietly(catch_up: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
 def _collect(pending: Future[Callable[[], object] | None]) -> None:
     """Wait for a worker's catch-up, then register here the index file it saved, if any.
 
-    The worker never writes the store itself: a commit from its connection
-    would make SQLite drop every page this thread's connection has cached.
+    The worker never writes the store (why: step 6 in this module's docstring).
     """
     register = pending.result()  # never raises: _quietly logs
     if register is not None:

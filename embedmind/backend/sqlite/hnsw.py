@@ -558,14 +558,13 @@ class VectorIndex:
             if extend:
                 self.sync(conn)
             due = self.file_path is not None and self._save_due(conn, save_after)
-        if not due:
-            return None
-        snapshot = self.write_snapshot(db)
+        snapshot = self.write_snapshot(db) if due else None
         if snapshot is None:
             return None
+        registration = functools.partial(self.register_snapshot, db, snapshot)
         if not register:
-            return functools.partial(self.register_snapshot, db, snapshot)
-        self.register_snapshot(db, snapshot)
+            return registration
+        registration()
         return None
 
     def save_snapshot(self, db: Database) -> bool:
