@@ -8,6 +8,8 @@ fold that expands) must still come out as it does alone.
 
 from __future__ import annotations
 
+import string
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,11 +25,38 @@ _texts = st.lists(
     max_size=12,
 )
 
+# ASCII batches take the path without the regex: every byte class it maps
+# (punctuation, control characters, underscore, digits), stop words and
+# words around the length limit.
+_ASCII = string.printable + "\x01\x1c\x1f\x7f_"
+_ascii_texts = st.lists(
+    st.one_of(
+        st.text(alphabet=_ASCII, max_size=60),
+        st.lists(
+            st.sampled_from(["The", "don't", "x" * 64, "y" * 65, "a_b", "42", "it's", "RUNNING"]),
+            max_size=8,
+        ).map(" ".join),
+    ),
+    max_size=12,
+)
+
 
 @settings(max_examples=400)
 @given(_texts)
 def test_a_batch_analyses_each_text_as_it_would_alone(texts: list[str]) -> None:
     assert analyze_many(texts) == [analyze(text) for text in texts]
+
+
+@settings(max_examples=400)
+@given(_ascii_texts)
+def test_an_ascii_batch_analyses_each_text_as_it_would_alone(texts: list[str]) -> None:
+    assert analyze_many(texts) == [analyze(text) for text in texts]
+
+
+def test_an_ascii_batch_keeps_underscores_and_digits_and_drops_long_words() -> None:
+    texts = ["snake_case v2 don't", "x" * 65 + " cats", "tab\tsep\x1fnext"]
+    assert analyze_many(texts) == [analyze(text) for text in texts]
+    assert analyze_many(texts) == [["snake_cas", "v2", "don"], ["cat"], ["tab", "sep", "next"]]
 
 
 def test_boundaries_never_join_two_texts_words() -> None:
