@@ -89,6 +89,41 @@ def test_a_search_during_a_bulk_load_scores_the_vectors_the_graph_lacks(
         assert len(index) == before + 1  # now the search replays it as before
 
 
+def test_a_bulk_catch_up_adds_what_committed_unseen_in_chunks_that_let_searches_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A load's worker behind by a batch meets that batch committed. Its catch-up
+    # must add those vectors as the early add does, a chunk per hold of the
+    # index lock while searches run, not in one add under the lock.
+    embedder = HashingEmbedder(16)
+    with embedmind.Store.open(tmp_path / "s.mind", embedder=embedder) as store:
+        store.remember_many([f"memory number {i}" for i in range(300)], batch_size=100)
+        index = store._vectors
+        assert index is not None and index.loaded
+        before = len(index)
+        vectors = np.random.default_rng(3).normal(size=(200, 16)).astype(np.float32)
+        with monkeypatch.context() as m:  # committed, and the worker not there yet
+            m.setattr(index, "add_uncommitted", lambda *_: None)
+            m.setattr(index, "catch_up", lambda *_, **__: None)
+            batch = store.remember_many(
+                [embedmind.Draft(f"unseen {i}", vector=v) for i, v in enumerate(vectors)]
+            )
+        assert len(index) == before
+        store.recall("", k=1, mode="vector", vector=vectors[0])  # a search ran just now
+        monkeypatch.setattr(index, "_fed_at", time.monotonic())  # a bulk load feeds it
+        monkeypatch.setattr(index, "_chunk_size", lambda: 16)
+        adds: list[int] = []
+        add = hnsw._add
+        monkeypatch.setattr(
+            hnsw, "_add", lambda i, keys, rows: (adds.append(len(keys)), add(i, keys, rows))
+        )
+        index.catch_up(store._db, save_after=10**9)
+        assert len(index) == before + len(batch)
+        assert adds and max(adds) <= 16, f"added {max(adds)} vectors in one hold of the lock"
+        for i in (0, 99, 199):
+            assert store.recall("", k=1, mode="vector", vector=vectors[i]).ids == [batch[i].id]
+
+
 def test_validating_a_bulk_load_sleeps_every_few_drafts_while_a_reader_is_there(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
