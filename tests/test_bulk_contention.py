@@ -5,7 +5,9 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -16,6 +18,8 @@ from embedmind.backend.sqlite import hnsw
 from embedmind.backend.sqlite.locking import FairThreadLock
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.engine import writes
+
+T = TypeVar("T")
 
 
 def _wait_for(condition: object, seconds: float = 10.0) -> None:
@@ -61,67 +65,76 @@ def test_a_waiter_that_times_out_leaves_the_queue() -> None:
     lock.release()
 
 
+@pytest.fixture
+def loaded(tmp_path: Path) -> Iterator[tuple[embedmind.Store, hnsw.VectorIndex]]:
+    """A store of 300 memories, and its vector index (in memory)."""
+    with embedmind.Store.open(tmp_path / "s.mind", embedder=HashingEmbedder(16)) as store:
+        store.remember_many([f"memory number {i}" for i in range(300)], batch_size=100)
+        assert store._vectors is not None and store._vectors.loaded
+        yield store, store._vectors
+
+
+def _unseen(store: embedmind.Store, monkeypatch: pytest.MonkeyPatch, write: Callable[[], T]) -> T:
+    """``write()`` committed, its vectors not in the graph: the load's worker not there yet."""
+    index = store._vectors
+    assert index is not None
+    before = len(index)
+    with monkeypatch.context() as m:
+        m.setattr(index, "add_uncommitted", lambda *_: None)
+        m.setattr(index, "catch_up", lambda *_, **__: None)
+        written = write()
+    assert len(index) == before
+    return written
+
+
 def test_a_search_during_a_bulk_load_scores_the_vectors_the_graph_lacks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    loaded: tuple[embedmind.Store, hnsw.VectorIndex], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # While a bulk load feeds the graph, a search finds committed vectors the
     # graph does not hold yet by scoring them exactly, and leaves adding them
     # to the load's worker (adding them would hold the index lock).
-    embedder = HashingEmbedder(16)
-    with embedmind.Store.open(tmp_path / "s.mind", embedder=embedder) as store:
-        store.remember_many([f"memory number {i}" for i in range(300)], batch_size=100)
-        index = store._vectors
-        assert index is not None and index.loaded
-        before = len(index)
-        rng = np.random.default_rng(7)
-        vector = rng.normal(size=16).astype(np.float32)
-        with monkeypatch.context() as m:  # committed, and the worker not there yet
-            m.setattr(index, "add_uncommitted", lambda *_: None)
-            m.setattr(index, "catch_up", lambda *_, **__: None)
-            new = store.remember("a memory the graph has not seen", vector=vector)
-        assert len(index) == before
-        monkeypatch.setattr(index, "_fed_at", time.monotonic())  # a bulk load feeds it
-        hits = store.recall("", k=1, mode="vector", vector=vector)
-        assert hits.ids == [new.id]
-        assert len(index) == before, "the search added the vector itself"
-        monkeypatch.setattr(index, "_fed_at", -hnsw.FED_RECENT_SECONDS)  # the load is over
-        assert store.recall("", k=1, mode="vector", vector=vector).ids == [new.id]
-        assert len(index) == before + 1  # now the search replays it as before
+    store, index = loaded
+    before = len(index)
+    vector = np.random.default_rng(7).normal(size=16).astype(np.float32)
+    new = _unseen(
+        store, monkeypatch, lambda: store.remember("a memory the graph has not seen", vector=vector)
+    )
+    monkeypatch.setattr(index, "_fed_at", time.monotonic())  # a bulk load feeds it
+    hits = store.recall("", k=1, mode="vector", vector=vector)
+    assert hits.ids == [new.id]
+    assert len(index) == before, "the search added the vector itself"
+    monkeypatch.setattr(index, "_fed_at", -hnsw.FED_RECENT_SECONDS)  # the load is over
+    assert store.recall("", k=1, mode="vector", vector=vector).ids == [new.id]
+    assert len(index) == before + 1  # now the search replays it as before
 
 
 def test_a_bulk_catch_up_adds_what_committed_unseen_in_chunks_that_let_searches_in(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    loaded: tuple[embedmind.Store, hnsw.VectorIndex], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A load's worker behind by a batch meets that batch committed. Its catch-up
     # must add those vectors as the early add does, a chunk per hold of the
     # index lock while searches run, not in one add under the lock.
-    embedder = HashingEmbedder(16)
-    with embedmind.Store.open(tmp_path / "s.mind", embedder=embedder) as store:
-        store.remember_many([f"memory number {i}" for i in range(300)], batch_size=100)
-        index = store._vectors
-        assert index is not None and index.loaded
-        before = len(index)
-        vectors = np.random.default_rng(3).normal(size=(200, 16)).astype(np.float32)
-        with monkeypatch.context() as m:  # committed, and the worker not there yet
-            m.setattr(index, "add_uncommitted", lambda *_: None)
-            m.setattr(index, "catch_up", lambda *_, **__: None)
-            batch = store.remember_many(
-                [embedmind.Draft(f"unseen {i}", vector=v) for i, v in enumerate(vectors)]
-            )
-        assert len(index) == before
-        store.recall("", k=1, mode="vector", vector=vectors[0])  # a search ran just now
-        monkeypatch.setattr(index, "_fed_at", time.monotonic())  # a bulk load feeds it
-        monkeypatch.setattr(index, "_chunk_size", lambda: 16)
-        adds: list[int] = []
-        add = hnsw._add
-        monkeypatch.setattr(
-            hnsw, "_add", lambda i, keys, rows: (adds.append(len(keys)), add(i, keys, rows))
-        )
-        index.catch_up(store._db, save_after=10**9)
-        assert len(index) == before + len(batch)
-        assert adds and max(adds) <= 16, f"added {max(adds)} vectors in one hold of the lock"
-        for i in (0, 99, 199):
-            assert store.recall("", k=1, mode="vector", vector=vectors[i]).ids == [batch[i].id]
+    store, index = loaded
+    before = len(index)
+    vectors = np.random.default_rng(3).normal(size=(200, 16)).astype(np.float32)
+    unseen = [embedmind.Draft(f"unseen {i}", vector=v) for i, v in enumerate(vectors)]
+    batch = _unseen(store, monkeypatch, lambda: store.remember_many(unseen))
+    store.recall("", k=1, mode="vector", vector=vectors[0])  # a search ran just now
+    monkeypatch.setattr(index, "_fed_at", time.monotonic())  # a bulk load feeds it
+    monkeypatch.setattr(index, "_chunk_size", lambda: 16)
+    adds: list[int] = []
+    add = hnsw._add
+
+    def counted(graph: Any, keys: Any, rows: Any) -> None:
+        adds.append(len(keys))
+        add(graph, keys, rows)
+
+    monkeypatch.setattr(hnsw, "_add", counted)
+    index.catch_up(store._db, save_after=10**9)
+    assert len(index) == before + len(batch)
+    assert adds and max(adds) <= 16, f"added {max(adds)} vectors in one hold of the lock"
+    for i in (0, 99, 199):
+        assert store.recall("", k=1, mode="vector", vector=vectors[i]).ids == [batch[i].id]
 
 
 def test_validating_a_bulk_load_sleeps_every_few_drafts_while_a_reader_is_there(
