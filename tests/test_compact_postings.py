@@ -97,6 +97,33 @@ def test_the_batch_encoder_writes_the_bytes_of_one_block_at_a_time(parts: list[P
     assert many == [blocks.encode(p) for p in parts]
 
 
+@given(st.lists(st.tuples(postings_lists(), postings_lists()), min_size=1, max_size=5))
+def test_appending_to_blocks_writes_the_bytes_of_encoding_them_whole(
+    pairs: list[tuple[Postings, Postings]],
+) -> None:
+    # Each pair: an old block, and new postings moved above its last key.
+    olds, news = [], []
+    for old, new in pairs:
+        shift = int(old.keys[-1]) + 1 - int(new.keys[0])
+        olds.append(old)
+        news.append(Postings(new.keys + shift, new.tfs, new.lengths))
+    appended = blocks.appended_many(
+        [blocks.encode(old) for old in olds],
+        [len(old) for old in olds],
+        np.asarray([int(old.keys[-1]) for old in olds], dtype=np.int64),
+        np.concatenate([new.keys for new in news]),
+        np.concatenate([new.tfs for new in news]).astype(np.int64),
+        np.concatenate([new.lengths for new in news]).astype(np.int64),
+        np.asarray([len(new) for new in news], dtype=np.int64),
+    )
+    for old, new, data in zip(olds, news, appended, strict=True):
+        whole = blocks.encode(old.merged(new))
+        if data is None:  # only when a new value needs a wider section
+            assert whole[0] != blocks.encode(old)[0]
+        else:
+            assert data == whole
+
+
 def test_a_short_document_posting_costs_a_few_bytes() -> None:
     # The fixed layout of schemas 1-6 cost 14 bytes a posting.
     keys = np.cumsum(np.full(512, 7)).astype(np.int64)

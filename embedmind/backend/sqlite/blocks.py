@@ -171,19 +171,9 @@ def encode_many(
     len_at = base[b] + gap_w[b] * (counts[b] - 1) + tf_w[b] * counts[b] + len_w[b] * offset
     body = np.zeros(int(sizes.sum()), dtype=np.uint8)
     has_gap = offset > 0
-    for values, at, w, keep in (
-        (gaps, gap_at, gap_w[b], has_gap),
-        (tfs, tf_at, tf_w[b], None),
-        (lengths, len_at, len_w[b], None),
-    ):
-        if keep is not None:
-            values, at, w = values[keep], at[keep], w[keep]
-        raw = values.astype("<u8").view(np.uint8).reshape(-1, 8)
-        for byte in range(8):
-            wide = w > byte
-            if not wide.any():
-                break
-            body[at[wide] + byte] = raw[wide, byte]
+    _scatter(body, gaps[has_gap], gap_at[has_gap], gap_w[b][has_gap])
+    _scatter(body, tfs, tf_at, tf_w[b])
+    _scatter(body, lengths, len_at, len_w[b])
     heads = (
         np.searchsorted(_WIDTHS, gap_w)
         | np.searchsorted(_WIDTHS, tf_w) << 2
@@ -196,6 +186,79 @@ def encode_many(
         bytes([h]) + leb128(f) + raw_body[a:e]
         for h, f, a, e in zip(heads, firsts, base.tolist(), ends, strict=True)
     ]
+
+
+def appended_many(
+    blobs: Sequence[bytes],
+    counts: Sequence[int],
+    last_keys: npt.NDArray[np.int64],
+    keys: npt.NDArray[np.int64],
+    tfs: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int64],
+    runs: npt.NDArray[np.int64],
+) -> list[bytes | None]:
+    """:func:`encode` of each block of ``blobs`` with new postings after its own, from its bytes.
+
+    Block ``i`` (``counts[i]`` postings, the last keyed ``last_keys[i]``) gets
+    the next ``runs[i]`` (at least one) of ``keys``, ``tfs`` and ``lengths``,
+    all keyed above its own. Where every new gap, tf and length fits the
+    block's section widths, the whole block keeps those widths, so its
+    encoding is the old sections, each followed by the new values: the old
+    postings are neither decoded nor encoded again. ``None`` for a block
+    where a new value needs a wider section (encode the whole block then).
+    """
+    heads = [_head(data, count) for data, count in zip(blobs, counts, strict=True)]
+    gap_w, tf_w, len_w = (np.asarray([h[i] for h in heads], dtype=np.int64) for i in (2, 3, 4))
+    starts = np.cumsum(runs) - runs
+    b = np.repeat(np.arange(len(runs)), runs)  # each new posting's block
+    offset = np.arange(len(keys), dtype=np.int64) - starts[b]
+    gaps = np.empty(len(keys), dtype=np.int64)
+    gaps[1:] = np.diff(keys)
+    gaps[starts] = keys[starts] - last_keys
+    fits = (
+        (_widths(np.maximum.reduceat(gaps, starts)) <= gap_w)
+        & (_widths(np.maximum.reduceat(tfs, starts)) <= tf_w)
+        & (_widths(np.maximum.reduceat(lengths, starts)) <= len_w)
+    )
+    sections = []
+    for values, w in ((gaps, gap_w), (tfs, tf_w), (lengths, len_w)):
+        sizes = runs * w
+        base = np.cumsum(sizes) - sizes
+        body = np.zeros(int(sizes.sum()), dtype=np.uint8)
+        _scatter(body, values, base[b] + w[b] * offset, w[b])  # a misfit is cut, then dropped
+        sections.append((body.tobytes(), base.tolist(), (base + sizes).tolist()))
+    (g, g_at, g_end), (t, t_at, t_end), (n, n_at, n_end) = sections
+    out: list[bytes | None] = []
+    fit = fits.tolist()
+    for i, (data, count, (_, at, gw, tw, _lw)) in enumerate(zip(blobs, counts, heads, strict=True)):
+        if not fit[i]:
+            out.append(None)
+            continue
+        tf_at = at + gw * (count - 1)
+        len_at = tf_at + tw * count
+        new_gaps, new_tfs = g[g_at[i] : g_end[i]], t[t_at[i] : t_end[i]]
+        new_lengths = n[n_at[i] : n_end[i]]
+        out.append(
+            b"".join(
+                (data[:tf_at], new_gaps, data[tf_at:len_at], new_tfs, data[len_at:], new_lengths)
+            )
+        )
+    return out
+
+
+def _scatter(
+    body: npt.NDArray[np.uint8],
+    values: npt.NDArray[np.int64],
+    at: npt.NDArray[np.int64],
+    w: npt.NDArray[np.int64],
+) -> None:
+    """Write each of ``values`` little-endian in ``w[i]`` bytes at ``body[at[i]:]``."""
+    raw = values.astype("<u8").view(np.uint8).reshape(-1, 8)
+    for byte in range(8):
+        wide = w > byte
+        if not wide.any():
+            break
+        body[at[wide] + byte] = raw[wide, byte]
 
 
 def _widths(largest: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

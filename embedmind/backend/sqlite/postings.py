@@ -54,6 +54,15 @@ class BlockRow:
     postings: Postings
 
 
+@dataclass(frozen=True)
+class LastBlock(BlockRow):
+    """A term's last block, decoded, with its stored bytes and bounds (to append to it)."""
+
+    data: bytes
+    max_tf: int
+    min_length: int
+
+
 def lookup_terms(conn: apsw.Connection, terms: Iterable[str]) -> dict[str, TermRow]:
     """Return the dictionary rows of the given terms that exist."""
     terms = list(terms)
@@ -111,17 +120,17 @@ def _block(row: Sequence[object] | None) -> BlockRow | None:
 _BLOCK_COLUMNS = "block_id, first_key, count, data"
 
 
-def last_blocks(conn: apsw.Connection, term_ids: Sequence[int]) -> dict[int, BlockRow]:
+def last_blocks(conn: apsw.Connection, term_ids: Sequence[int]) -> dict[int, LastBlock]:
     """The block with the largest keys of each of ``term_ids`` that has blocks."""
     sql = (
-        "SELECT j.value, b.block_id, b.first_key, b.count, b.data FROM json_each(?) AS j "
-        "JOIN lex_blocks AS b ON b.block_id = (SELECT block_id FROM lex_blocks "
-        "WHERE term_id = j.value ORDER BY first_key DESC LIMIT 1)"
+        "SELECT j.value, b.block_id, b.first_key, b.count, b.data, b.max_tf, b.min_length "
+        "FROM json_each(?) AS j JOIN lex_blocks AS b ON b.block_id = (SELECT block_id "
+        "FROM lex_blocks WHERE term_id = j.value ORDER BY first_key DESC LIMIT 1)"
     )
     rows: list[Any] = conn.execute(sql, (json.dumps(list(term_ids)),)).fetchall()
     parts = _decode_rows([(row[4], int(row[3])) for row in rows])
     return {
-        int(row[0]): BlockRow(int(row[1]), int(row[2]), part)
+        int(row[0]): LastBlock(int(row[1]), int(row[2]), part, row[4], int(row[5]), int(row[6]))
         for row, part in zip(rows, parts, strict=True)
     }
 
