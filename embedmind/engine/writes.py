@@ -56,7 +56,9 @@ while a read session is open in the process (:mod:`embedmind.backend.readers`).
 Validating is pure Python on the calling thread, about a second for 100,000
 drafts. A reader on another thread gives up the GIL at each SQLite step and
 then waits up to the switch interval (5 ms) to get it back, so one hybrid
-recall beside the validation took 390-677 ms. Sleeping 0.1 ms every 50
+recall beside the validation took 390-677 ms. (Beside 150,000 drafts validated
+alone, the reader's worst took 334-415 ms; with a switch interval of 0.5 ms,
+141-234 ms; with these sleeps, 59-173 ms.) Sleeping 0.1 ms every 50
 drafts (about 0.6 ms of work) lets it through: its worst took 150-164 ms, as
 beside the rest of the load, at the same load rate (``ingest_contention``
 at 100k, two rounds each). With no reader there it does not sleep: each

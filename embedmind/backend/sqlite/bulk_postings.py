@@ -14,7 +14,7 @@ A term's short last block is topped up from its stored bytes: when the new
 postings fit its section widths, each section gets the new values appended
 (:func:`~embedmind.backend.sqlite.blocks.appended_many`), the bytes encoding
 the whole block would give. A load of 10,000 chat messages into 90,000 tops
-up about 9,000 last blocks holding 450,000 postings, against 124,000 new ones,
+up about 9,500 last blocks holding 450,000 postings, against 124,000 new ones,
 and encoded them all again before.
 
 The layout rule is the one a term's postings get when they arrive one at a

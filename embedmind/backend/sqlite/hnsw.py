@@ -561,7 +561,7 @@ class VectorIndex:
                 # being added early (a worker behind by a batch meets that
                 # batch committed) goes in chunks that let searches in: the
                 # replay adds it in one piece under the index lock (searches
-                # waited 60-120 ms for 256 vectors beside a 100k load).
+                # waited 60-175 ms for 256 vectors beside a 100k load).
                 missing, rows = self.sync_for_search(conn)
                 if len(missing):
                     self.add_uncommitted(missing, rows)
