@@ -108,6 +108,67 @@ def test_a_search_during_a_bulk_load_scores_the_vectors_the_graph_lacks(
     assert len(index) == before + 1  # now the search replays it as before
 
 
+class _CountingLock:
+    """A re-entrant lock that counts the acquisitions made without holding it already."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.fresh = 0
+
+    def acquire(self, *args: Any) -> bool:
+        if not self._inner._is_owned():
+            self.fresh += 1
+        return bool(self._inner.acquire(*args))
+
+    def release(self) -> None:
+        self._inner.release()
+
+    def __enter__(self) -> _CountingLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_a_search_beside_a_bulk_load_asks_for_the_index_lock_once(
+    loaded: tuple[embedmind.Store, hnsw.VectorIndex], monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    # Each time a search asks for the lock, a bulk add may hold it for a chunk:
+    # the sync and then the graph search (on a worker, for a hybrid recall)
+    # asked once each, and waited out two chunks.
+    store, index = loaded
+    vector = np.random.default_rng(5).normal(size=16).astype(np.float32)
+    expected = store.recall("memory number 7", k=5, mode=mode, vector=vector).ids
+    lock = _CountingLock(index._lock)
+    monkeypatch.setattr(index, "_lock", lock)
+    monkeypatch.setattr(index, "_fed_at", time.monotonic())  # a bulk load feeds it
+    assert store.recall("memory number 7", k=5, mode=mode, vector=vector).ids == expected
+    assert lock.fresh == 1
+
+
+def test_the_index_is_fed_while_a_bulk_load_runs_and_not_once_it_returned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # While fed, a search holds the lock through its sync and first graph search;
+    # after the load a hybrid recall searches the graph beside its text channel again.
+    with embedmind.Store.open(tmp_path / "s.mind", embedder=HashingEmbedder(16)) as store:
+        index = store._vectors
+        assert index is not None
+        fed: list[bool] = []
+        commit_batch = writes.commit_batch
+
+        def watched(*args: Any) -> Any:
+            fed.append(index.feeding)
+            return commit_batch(*args)
+
+        monkeypatch.setattr(writes, "commit_batch", watched)
+        store.remember_many([f"memory number {i}" for i in range(600)], batch_size=100)
+        assert any(fed), "the load's worker never fed the index"
+        assert not index.feeding
+
+
 def test_a_bulk_catch_up_adds_what_committed_unseen_in_chunks_that_let_searches_in(
     loaded: tuple[embedmind.Store, hnsw.VectorIndex], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -119,8 +180,8 @@ def test_a_bulk_catch_up_adds_what_committed_unseen_in_chunks_that_let_searches_
     vectors = np.random.default_rng(3).normal(size=(200, 16)).astype(np.float32)
     unseen = [embedmind.Draft(f"unseen {i}", vector=v) for i, v in enumerate(vectors)]
     batch = _unseen(store, monkeypatch, lambda: store.remember_many(unseen))
-    store.recall("", k=1, mode="vector", vector=vectors[0])  # a search ran just now
     monkeypatch.setattr(index, "_fed_at", time.monotonic())  # a bulk load feeds it
+    store.recall("", k=1, mode="vector", vector=vectors[0])  # a search ran just now
     monkeypatch.setattr(index, "_chunk_size", lambda: 16)
     adds: list[int] = []
     add = hnsw._add

@@ -238,6 +238,10 @@ class VectorCache(Protocol):
         """Drop the in-memory index: a transaction that fed :meth:`add_uncommitted` rolled back."""
         ...
 
+    def stop_feeding(self) -> None:
+        """The process's bulk loads ended, their catch-ups done: searches stop waiting on them."""
+        ...
+
 
 class Backend(Protocol):
     """One open store."""

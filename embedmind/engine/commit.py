@@ -244,7 +244,8 @@ class CommitPath:
         block ends once the index holds every commit, so the first search
         after it has nothing to replay.
         """
-        if self._vectors() is None or getattr(self._bulk, "pool", None) is not None:
+        vectors = self._vectors()
+        if vectors is None or getattr(self._bulk, "pool", None) is not None:
             yield  # text only, or nested: the outer block catches up
             return
         worker = getattr(self._bulk, "worker", None)
@@ -263,6 +264,8 @@ class CommitPath:
             finally:
                 with self._bulk_count_lock:
                     self._bulk_blocks -= 1
+                    if not self._bulk_blocks:  # the last load: its worker is done
+                        vectors.stop_feeding()
 
     def _early_index(self) -> _EarlyIndex | None:
         """Within a bulk block that keeps the index current, its early extension (else ``None``).

@@ -77,6 +77,10 @@ class MemoryVectorCache:
         """Drop the in-memory index (the transaction that fed it rolled back)."""
         self._index.discard()
 
+    def stop_feeding(self) -> None:
+        """The bulk loads ended and caught up: searches sync and search as usual again."""
+        self._index.stop_feeding()
+
 
 class SqliteBackend:
     """One open SQLite store (:class:`~embedmind.backend.protocol.Backend`)."""

@@ -30,7 +30,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -118,8 +118,9 @@ to HNSW's trouble with many near-identical vectors (chat memory is full of them)
 
 
 FED_RECENT_SECONDS = 5.0
-"""A bulk load fed the index this recently (:meth:`VectorIndex.add_uncommitted`):
-a search leaves the vectors it has yet to add to it (:meth:`VectorIndex.sync_for_search`)."""
+"""A bulk load fed the index this recently (:meth:`VectorIndex.add_uncommitted`) and has
+not returned (:meth:`VectorIndex.stop_feeding`): a search leaves the vectors it has yet
+to add to it (:meth:`VectorIndex.sync_for_search`)."""
 Tail = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
 """``(vec_keys, unit rows)`` committed but not in the graph yet, for a search to scan exactly."""
 NO_TAIL: Tail = (np.empty(0, np.int64), np.empty((0, 0), np.float32))
@@ -245,7 +246,7 @@ class VectorIndex:
         Returns:
             The vectors the snapshot sees that the graph does not hold (often none).
         """
-        if time.monotonic() - self._fed_at >= FED_RECENT_SECONDS:
+        if not self.feeding:
             self.sync(conn)
             return NO_TAIL
         with self._locked():
@@ -488,6 +489,28 @@ class VectorIndex:
         if self._add_seconds <= 0:
             return ADD_CHUNK
         return max(1, min(ADD_CHUNK, int(ADD_HOLD_SECONDS / self._add_seconds)))
+
+    @property
+    def feeding(self) -> bool:
+        """Whether a bulk load fed the graph within :data:`FED_RECENT_SECONDS` and goes on.
+
+        Its adds then hold the index lock in chunks, and each time a search
+        asks for the lock it may wait out a chunk.
+        """
+        return time.monotonic() - self._fed_at < FED_RECENT_SECONDS
+
+    def stop_feeding(self) -> None:
+        """End :attr:`feeding`: the bulk loads are over and their workers caught up."""
+        self._fed_at = -FED_RECENT_SECONDS
+
+    def held(self) -> AbstractContextManager[None]:
+        """Hold the index lock as a search does, across several calls (it is re-entrant).
+
+        A search beside a bulk load syncs and searches in one hold: asking twice
+        waited out the load's chunks twice
+        (:func:`~embedmind.backend.sqlite.vector_search.begin_nearest`).
+        """
+        return self._locked()
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
