@@ -12,6 +12,7 @@ recall still makes, and check that a rolled-back write leaves the cache exact.
 from __future__ import annotations
 
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -227,6 +228,32 @@ def test_ordinary_writes_cost_the_next_recall_no_scan(
         _first_recall_scans(store, full_scans)
         assert len(_answer(store)) == 1
         assert _answer(store) == _scan(store)[0]
+
+
+def test_a_recall_whose_snapshot_precedes_a_write_gets_its_answer_without_a_scan(
+    tmp_path: Path, full_scans: list[int]
+) -> None:
+    # Beside a bulk load, a recall's snapshot often began before the load's
+    # latest commit moved the cache on: it scanned every row, and set the cache back.
+    path = tmp_path / "m.mind"
+    with _open(path) as store, _open(path, with_model=False) as bare:
+        store.remember_many(_drafts(20, "seed"))
+        gap = bare.remember("no vector")
+        before = _answer(store)
+        assert len(before) == 1
+        full_scans.clear()
+        with store._backend.read() as older:  # type: ignore[attr-defined]
+            assert tuple(older.channels.missing_vectors()) == before  # its snapshot begins
+            writer = threading.Thread(target=store.remember_many, args=(_drafts(3, "l", 1),))
+            writer.start()  # on its own thread (connection): the cache moves on
+            writer.join(30)
+            moved, _ = _cache(store).cached()
+            assert tuple(older.channels.missing_vectors()) == before
+            assert _cache(store).cached()[0] == moved  # not set back
+        assert full_scans == []
+        store.forget(gap.id)
+        assert _first_recall_scans(store, full_scans) == 0
+        assert _answer(store) == () == _scan(store)[0]
 
 
 # -- rollback ----------------------------------------------------------------------
