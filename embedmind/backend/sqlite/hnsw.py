@@ -30,7 +30,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -185,7 +185,7 @@ class VectorIndex:
         """The largest vec_key :meth:`add_uncommitted` put in the index (no save holds more
         than the snapshot it is taken from has committed)."""
         self._waiting = 0
-        """Searches waiting for ``_lock`` (:meth:`_locked`): a bulk add lets them in first."""
+        """Searches waiting for ``_lock`` (:meth:`held`): a bulk add lets them in first."""
         self._add_seconds = 0.0
         """Seconds per vector of the last chunk :meth:`add_uncommitted` added (0: none yet)."""
         self._fed_at = -FED_RECENT_SECONDS
@@ -226,7 +226,7 @@ class VectorIndex:
 
     def sync(self, conn: apsw.Connection) -> None:
         """Bring the in-memory index up to the committed state ``conn`` sees."""
-        with self._locked():
+        with self.held():
             self._drop_if_rolled_back(conn)
             last = vector_rows.last_seq(conn, self.space)
             if self._index is None:
@@ -255,7 +255,7 @@ class VectorIndex:
         if not self.feeding:
             self.sync(conn)
             return NO_TAIL
-        with self._locked():
+        with self.held():
             self._drop_if_rolled_back(conn)
             index = self._index
             last = vector_rows.last_seq(conn, self.space)
@@ -366,7 +366,7 @@ class VectorIndex:
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """The ``count`` nearest vectors: ``(vec_keys, cosine similarities)`` best first."""
         self._searched_at = time.monotonic()
-        with self._locked():
+        with self.held():
             if self._index is None or not len(self._index):
                 return np.empty(0, np.int64), np.empty(0, np.float32)
             self._index.expansion_search = max(ef, count)  # type: ignore[misc]
@@ -380,7 +380,7 @@ class VectorIndex:
 
     def vectors(self, vec_keys: npt.NDArray[np.int64]) -> list[npt.NDArray[Any] | None]:
         """The graph's copies of ``vec_keys`` (its dtype); ``None`` for one it does not hold."""
-        with self._locked():  # usearch converts 20x slower than numpy: asked in its own dtype
+        with self.held():  # usearch converts 20x slower than numpy: asked in its own dtype
             if self._index is None or not len(vec_keys):
                 return [None] * len(vec_keys)
             return list(cast(Any, self._index.get(np.asarray(vec_keys, np.uint64))))
@@ -509,18 +509,14 @@ class VectorIndex:
         """End :attr:`feeding`: the bulk loads are over and their workers caught up."""
         self._fed_at = -FED_RECENT_SECONDS
 
-    def held(self) -> AbstractContextManager[None]:
-        """Hold the index lock as a search does, across several calls (it is re-entrant).
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the index lock as a search does: counted while waiting, so a bulk add yields.
 
-        A search beside a bulk load syncs and searches in one hold: asking twice
-        waited out the load's chunks twice
+        Re-entrant: a search beside a bulk load syncs and searches in one hold,
+        since asking twice waited out the load's chunks twice
         (:func:`~embedmind.backend.sqlite.vector_search.begin_nearest`).
         """
-        return self._locked()
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        """Hold the index lock as a search does: counted while waiting, so a bulk add yields."""
         with self._waiting_lock:
             self._waiting += 1
         try:
