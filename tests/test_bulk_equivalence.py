@@ -35,7 +35,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import embedmind
-from embedmind.backend.sqlite import blocks, bulk_postings
+from embedmind.backend.sqlite import blocks, bulk_postings, session_writes
 from embedmind.backend.sqlite.blocks import decode
 from embedmind.backend.sqlite.lexical import index as lexical_index
 from embedmind.backend.sqlite.postings import get_entry
@@ -151,13 +151,15 @@ def batches(draw: st.DrawFn) -> list[Draft]:
     return drafts
 
 
-@given(batches(), st.integers(1, 40), st.sampled_from([2, 3, 512]))
+@given(batches(), st.integers(1, 40), st.sampled_from([2, 3, 512]), st.sampled_from([1, 10**9]))
 def test_bulk_and_one_at_a_time_leave_the_same_state(
-    drafts: list[Draft], batch_size: int, block_size: int
+    drafts: list[Draft], batch_size: int, block_size: int, ahead_rows: int
 ) -> None:
     with pytest.MonkeyPatch.context() as patch:
         for module in (blocks, bulk_postings, lexical_index):
             patch.setattr(module, "BLOCK_SIZE", block_size)
+        # Texts analysed beside the row insert (a worker thread) or in line.
+        patch.setattr(session_writes, "ANALYSE_AHEAD_ROWS", ahead_rows)
         one_by_one = _state(drafts, None)
         bulk = _state(drafts, batch_size)
     if any(d.session_id is not None for d in drafts):

@@ -17,7 +17,7 @@ import pytest
 
 import embedmind
 from embedmind import Draft
-from embedmind.backend.sqlite import hnsw, search_worker
+from embedmind.backend.sqlite import hnsw, workers
 from embedmind.backend.sqlite.session import SqliteChannels
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.query.selection import Selection
@@ -72,7 +72,7 @@ def test_the_graph_search_runs_while_the_text_channel_is_scored(
     text_began = threading.Event()
     seen = _watch_search(monkeypatch, text_began)
     result = filled.recall("violin harbor", k=5, widen=widen)
-    assert seen["thread"].startswith("embedmind-search")
+    assert seen["thread"].startswith("embedmind-worker")
     assert seen["text_began_meanwhile"] is True
     assert len(result) == 5
 
@@ -112,17 +112,17 @@ def test_a_started_search_finds_what_the_one_call_search_finds(
             assert finish() == whole
 
 
-def test_a_store_with_vectors_starts_a_search_worker_when_it_opens(
+def test_a_store_with_vectors_starts_a_worker_when_it_opens(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Starting a thread costs about 0.4 ms: paid by open, not by the first hybrid recall.
-    monkeypatch.setattr(search_worker, "_pool", None)  # this process's own pool, if any, is kept
+    monkeypatch.setattr(workers, "_pool", None)  # this process's own pool, if any, is kept
     try:
         with embedmind.Store.open(":memory:", embedder=None):
-            assert search_worker._pool is None, "a text-only store searches no graph"
+            assert workers._pool is None, "a text-only store searches no graph"
         with embedmind.Store.open(":memory:", embedder=HashingEmbedder(8)):
-            pool = search_worker._pool
+            pool = workers._pool
             assert pool is not None and len(pool._threads) == 1
     finally:
-        if search_worker._pool is not None:
-            search_worker._pool.shutdown()
+        if workers._pool is not None:
+            workers._pool.shutdown()

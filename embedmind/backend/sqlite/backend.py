@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from embedmind.backend import readers
-from embedmind.backend.sqlite import fileio, search_worker, vector_rows
+from embedmind.backend.sqlite import fileio, vector_rows, workers
 from embedmind.backend.sqlite.connection import MEMORY_PATH
 from embedmind.backend.sqlite.database import Database, normalize_path
 from embedmind.backend.sqlite.hnsw import VectorIndex
@@ -104,7 +104,7 @@ class SqliteBackend:
             self.database.sibling("-fragments"), dims, space=vector_rows.FRAGMENTS
         )
         self.parts.vectors, self.parts.fragment_vectors = self.vectors, self.fragment_vectors
-        search_worker.ready()  # its hybrid recalls search on a worker
+        workers.ready()  # its hybrid recalls search on a worker
 
     @property
     def path(self) -> str:

@@ -21,6 +21,7 @@ from embedmind.backend.sqlite import (
     session_rows,
     vector_rows,
 )
+from embedmind.backend.sqlite.lexical.index import Ahead
 from embedmind.backend.sqlite.missing_vectors import WriteWatch
 from embedmind.backend.sqlite.session import (
     _SPACES,
@@ -36,6 +37,9 @@ from embedmind.backend.sqlite.session import (
 )
 from embedmind.backend.values import Space
 from embedmind.drafts import Prepared
+
+ANALYSE_AHEAD_ROWS = 64
+"""Rows from which an insert's texts are analysed beside it, on a worker thread."""
 
 
 class _Versioned:
@@ -61,8 +65,13 @@ class SqliteRecordWrites(SqliteRecords):
         self.version = version
         self.watch = watch
         """Told of every memory whose vectors this session removes (the missing-vectors cache)."""
+        self._ahead: Ahead | None = None
+        """The texts of the last :meth:`insert_many`, under analysis for :meth:`index_text`."""
 
     def insert_many(self, batch: Sequence[Prepared]) -> list[int]:
+        if len(batch) >= ANALYSE_AHEAD_ROWS:
+            # The insert is one statement without the GIL: the other core analyses meanwhile.
+            self._ahead = self.parts.lexical.analyse_ahead(self.conn, [p.content for p in batch])
         return records.insert_many(self.conn, batch)
 
     def insert(self, prepared: Prepared) -> int:
@@ -72,7 +81,8 @@ class SqliteRecordWrites(SqliteRecords):
         records.replace(self.conn, key, prepared, created_at)
 
     def index_text(self, docs: Sequence[tuple[int, str]]) -> None:
-        self.parts.lexical.add(self.conn, list(docs), self.version.get())
+        ahead, self._ahead = self._ahead, None
+        self.parts.lexical.add(self.conn, list(docs), self.version.get(), ahead)
 
     def unindex_text(self, keys: Sequence[int]) -> None:
         for key in keys:

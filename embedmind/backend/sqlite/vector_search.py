@@ -36,7 +36,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.backend.sqlite import search_worker, vector_rows
+from embedmind.backend.sqlite import vector_rows, workers
 from embedmind.backend.sqlite.hnsw import Tail, VectorIndex, default_ef
 from embedmind.backend.sqlite.vector_owners import UNKNOWN
 from embedmind.backend.sqlite.vector_rows import MEMORY, Space
@@ -93,7 +93,7 @@ def begin_nearest(
     admits, not what the store holds.
 
     With ``overlap``, the first graph search runs on a worker thread
-    (:mod:`~embedmind.backend.sqlite.search_worker`) until the call, so the
+    (:mod:`~embedmind.backend.sqlite.workers`) until the call, so the
     caller's own work in between (a hybrid recall's text channel) runs
     beside it. Without, everything runs in the call. While a bulk load feeds
     the index (:attr:`~embedmind.backend.sqlite.hnsw.VectorIndex.feeding`),
@@ -115,7 +115,7 @@ def begin_nearest(
         # hold the sync waited for: asking for the lock again waited out another
         # of the load's chunks (a quarter of a reader's time beside a 100k load).
         # Else started now on a worker, or made in the call.
-        start = _now if feeding else search_worker.soon if overlap else _later
+        start = _now if feeding else workers.soon if overlap else _later
         first = start(index.search, query, pool, breadth)
 
     def finish() -> list[Found]:

@@ -32,7 +32,7 @@ import apsw
 from embedmind.backend.sqlite import alias_rows, session_rows
 from embedmind.backend.sqlite.postings import get_entry, lookup_terms
 from embedmind.backend.sqlite.session_rows import Place
-from embedmind.lexical.aliases import EMPTY, Table, fields, fields_many
+from embedmind.lexical.aliases import EMPTY, Fields, Table, fields
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.session_context import Links, combined
 
@@ -51,9 +51,15 @@ StoredLinks = Callable[[int], Links]
 
 
 def plan_add(
-    conn: apsw.Connection, docs: Sequence[tuple[int, str]], stored: StoredLinks, table: Table
+    conn: apsw.Connection,
+    docs: Sequence[tuple[int, str]],
+    analysed: Sequence[Fields],
+    stored: StoredLinks,
+    table: Table,
 ) -> tuple[list[Entry], list[int]]:
     """Entries for ``docs`` (not indexed yet) and the indexed neighbours they change.
+
+    ``analysed`` holds each document's fields under ``table``, in order.
 
     Returns:
         The entries to index (new documents first, then re-indexed neighbours)
@@ -64,7 +70,7 @@ def plan_add(
     links: dict[int, Links] = {}
     for dialog in _by_dialog(places.values()):
         links.update(_dialog_links(conn, dialog, set(texts), stored))
-    own = dict(zip(texts, fields_many(list(texts.values()), table), strict=True))
+    own = {key: fields_ for (key, _), fields_ in zip(docs, analysed, strict=True)}
     needed = {o for pair in links.values() for o in pair if o is not None} | links.keys()
     for key, text in session_rows.contents(conn, needed - own.keys()).items():
         own[key] = fields(text, table)

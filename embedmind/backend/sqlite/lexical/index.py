@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -24,11 +24,11 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.backend.sqlite import alias_rows, bulk_postings, postings, session_rows
+from embedmind.backend.sqlite import alias_rows, bulk_postings, postings, session_rows, workers
 from embedmind.backend.sqlite.blocks import BLOCK_SIZE, Postings, concat
 from embedmind.backend.sqlite.lexical import context
 from embedmind.lexical import aliases, bm25, maxscore
-from embedmind.lexical.aliases import Table, fields_many
+from embedmind.lexical.aliases import Fields, Table, fields_many
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.maxscore import TermList
 
@@ -61,6 +61,24 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(analyze(text)))
 
 
+@dataclass(frozen=True)
+class Ahead:
+    """Texts under analysis on a worker thread (:meth:`LexicalIndex.analyse_ahead`)."""
+
+    texts: Sequence[str]
+    table: Table
+    """The alias table they are analysed under."""
+    result: Callable[[], list[Fields]]
+
+    def fields_of(self, docs: Sequence[tuple[int, str]], table: Table) -> list[Fields] | None:
+        """The fields of ``docs`` when they are these texts, in order, under ``table``."""
+        if table is not self.table or len(docs) != len(self.texts):
+            return None
+        if any(text is not mine for (_, text), mine in zip(docs, self.texts, strict=True)):
+            return None
+        return self.result()
+
+
 class LexicalIndex:
     """BM25 postings of one store, plus this process's cache of them."""
 
@@ -85,24 +103,45 @@ class LexicalIndex:
 
     # -- writes (inside the caller's transaction) ---------------------------
 
-    def add(self, conn: apsw.Connection, docs: Sequence[tuple[int, str]], version: int) -> None:
+    def analyse_ahead(self, conn: apsw.Connection, texts: Sequence[str]) -> Ahead:
+        """Start analysing ``texts`` on a worker thread, for an :meth:`add` of them to come.
+
+        The caller goes on with SQLite work meanwhile (a batch's row insert,
+        one statement that holds no GIL), so the analysis, pure Python, takes
+        the other core.
+        """
+        table = self.aliases(conn)
+        return Ahead(texts, table, workers.soon(fields_many, texts, table))
+
+    def add(
+        self,
+        conn: apsw.Connection,
+        docs: Sequence[tuple[int, str]],
+        version: int,
+        ahead: Ahead | None = None,
+    ) -> None:
         """Index documents ``(key, content)`` whose keys are not indexed yet.
 
         With session context on, the documents they now sit beside in their
-        dialogs are re-indexed too, in the same transaction.
+        dialogs are re-indexed too, in the same transaction. ``ahead`` is
+        used when it analysed these very texts under the current alias table.
         """
         if not docs:
             return
         table = self.aliases(conn)
+        own = None if ahead is None else ahead.fields_of(docs, table)
+        if own is None:
+            own = fields_many([text for _, text in docs], table)
         if not session_rows.enabled(conn):
-            analysed = fields_many([text for _, text in docs], table)
             entries = [
-                context.Entry(key, own.alone(), None)
-                for (key, _), own in zip(docs, analysed, strict=True)
+                context.Entry(key, fields.alone(), None)
+                for (key, _), fields in zip(docs, own, strict=True)
             ]
             self._put(conn, [e for e in entries if e.counts], version)
             return
-        entries, changed = context.plan_add(conn, docs, lambda key: self._links(conn, key), table)
+        entries, changed = context.plan_add(
+            conn, docs, own, lambda key: self._links(conn, key), table
+        )
         for key in changed:
             self._drop(conn, key, version)
         # A sessionless document without terms is not indexed (as without context).

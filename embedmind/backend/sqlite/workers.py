@@ -1,11 +1,17 @@
-"""A graph search started now and collected later, on a worker thread.
+"""Work started now and collected later, on a worker thread, while the caller goes on.
 
-A hybrid recall runs two channels. usearch releases the GIL while it walks
-the graph, so the vector channel's graph search can run on the other core
-while the calling thread scores the text channel (Python, numpy and SQLite
-reads on the session's connection); the caller collects the search's result
-when it needs it. Only the search itself runs on the worker: it touches no
-SQLite connection (a session's connection is used by one thread at a time).
+Two kinds of work run here, each beside work of the calling thread that
+holds no GIL:
+
+- A hybrid recall's graph search. usearch releases the GIL while it walks
+  the graph, so the search runs on the other core while the calling thread
+  scores the text channel (Python, numpy and SQLite reads on the session's
+  connection); the caller collects the result when it needs it.
+- A batch's text analysis (pure Python), while the calling thread inserts
+  the batch's rows in one SQLite statement.
+
+Only that work runs on a worker: it touches no SQLite connection (a
+session's connection is used by one thread at a time).
 
 The workers are shared by the process's stores. A child process made by
 ``fork`` gets fresh ones: a parent's worker threads do not exist there.
@@ -23,7 +29,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 WORKERS = max(2, os.cpu_count() or 1)
-"""Searches in flight at once (each index lets one search in at a time anyway)."""
+"""Calls in flight at once (each index lets one search in at a time anyway)."""
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
@@ -51,7 +57,7 @@ def _workers() -> ThreadPoolExecutor:
     global _pool
     with _lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="embedmind-search")
+            _pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="embedmind-worker")
         return _pool
 
 
