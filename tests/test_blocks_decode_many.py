@@ -9,11 +9,13 @@ gaps, tfs and lengths); damaged blocks among good ones are refused as
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from embedmind.backend.sqlite import blocks
 from embedmind.backend.sqlite.blocks import Postings
+from embedmind.errors import StorageError
 
 
 @st.composite
@@ -43,3 +45,38 @@ def test_many_blocks_decode_as_each_block_alone(parts: list[Postings]) -> None:
     assert (got.keys.dtype, got.tfs.dtype, got.lengths.dtype) == (
         want.keys.dtype, want.tfs.dtype, want.lengths.dtype,
     )  # fmt: skip
+
+
+@given(block_lists())
+def test_the_last_key_of_each_block_is_its_decoded_last_key(parts: list[Postings]) -> None:
+    data = [blocks.encode(p) for p in parts][::-1]  # any order: each block is read alone
+    counts = [len(p) for p in parts][::-1]
+    want = [int(blocks.decode(d, n).keys[-1]) for d, n in zip(data, counts, strict=True)]
+    got = blocks.last_keys(data, counts)
+    assert got.tolist() == want
+    assert got.dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    "damaged",
+    [
+        # A gap that takes the key past 2**63 - 1.
+        bytes([blocks.header(8, 1, 1)])
+        + blocks.leb128(5)
+        + (2**63).to_bytes(8, "little")
+        + b"\1\1\1\1",
+        # Gaps that wrap around 2**64 back below the first key.
+        bytes([blocks.header(8, 1, 1)])
+        + blocks.leb128(5)
+        + (2**64 - 1).to_bytes(8, "little")
+        + b"\1\1\1\1",
+        # One byte short of two postings.
+        bytes([blocks.header(1, 1, 1)]) + blocks.leb128(5) + b"\1\1\1\1",
+    ],
+)
+def test_a_damaged_block_is_refused_as_decode_refuses_it(damaged: bytes) -> None:
+    good = blocks.encode(blocks.make([1, 2], [1, 1], [3, 3]))
+    with pytest.raises(StorageError):
+        blocks.decode(damaged, 2)
+    with pytest.raises(StorageError):
+        blocks.last_keys([good, damaged], [2, 2])

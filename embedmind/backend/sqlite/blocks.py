@@ -340,6 +340,37 @@ def decode_many(blobs: Sequence[bytes], counts: Sequence[int]) -> Postings:
     return Postings(keys.astype(np.int64), tfs.astype(np.uint16), lengths.astype(np.uint32))
 
 
+def last_keys(blobs: Sequence[bytes], counts: Sequence[int]) -> npt.NDArray[np.int64]:
+    """The largest key of each block, without decoding its postings.
+
+    A bulk write appends to each term's last block and needs only that
+    block's last key (``first`` plus its gaps): its tfs and lengths are not
+    read, and its gaps are summed, not accumulated. The same checks of the
+    header, the size and the key range as :func:`decode`.
+
+    Raises:
+        StorageError: When a block is not what :func:`decode` accepts.
+    """
+    if not blobs:
+        return np.empty(0, dtype=np.int64)
+    heads = [_head(data, count) for data, count in zip(blobs, counts, strict=True)]
+    firsts = np.asarray([head[0] for head in heads], dtype=np.uint64)
+    runs = [
+        (gw, data[at : at + gw * (count - 1)])
+        for data, count, (_, at, gw, _, _) in zip(blobs, counts, heads, strict=True)
+    ]
+    gaps = _read(runs)
+    per_block = np.asarray(counts, dtype=np.int64) - 1
+    ends = np.cumsum(per_block)
+    sums = np.zeros(len(gaps) + 1, dtype=np.uint64)
+    np.cumsum(gaps, dtype=np.uint64, out=sums[1:])
+    # Modulo 2**64, as decode's cumulative sum: the checks below are the same.
+    last = firsts + (sums[ends] - sums[ends - per_block])
+    if (firsts > _KEY_MAX).any() or (last > _KEY_MAX).any() or (last < firsts).any():
+        raise StorageError("a posting block holds a key out of range")
+    return last.astype(np.int64)
+
+
 def _read(runs: list[tuple[int, bytes]]) -> npt.NDArray[np.uint64]:
     """The values of ``(byte width, bytes)`` runs, in order: one ``frombuffer`` per width run."""
     parts: list[npt.NDArray[np.uint64]] = []

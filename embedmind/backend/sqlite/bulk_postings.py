@@ -105,7 +105,7 @@ def write(conn: apsw.Connection, batch: Batch, version: int) -> list[tuple[int, 
         term_ids.tolist(), starts.tolist(), stops.tolist(), strict=True
     ):
         last = lasts.get(term_id)
-        if last is not None and int(batch.keys[start]) <= int(last.postings.keys[-1]):
+        if last is not None and int(batch.keys[start]) <= last.last_key:
             between.append((term_id, batch.run(start, stop)))
             continue
         runs.append(
@@ -113,17 +113,18 @@ def write(conn: apsw.Connection, batch: Batch, version: int) -> list[tuple[int, 
                 term_id,
                 start,
                 stop,
-                last if last is not None and len(last.postings) < BLOCK_SIZE else None,
+                last if last is not None and last.count < BLOCK_SIZE else None,
             )
         )
     store.add_dfs(
         conn, list(zip(term_ids.tolist(), (stops - starts).tolist(), strict=True)), version
     )
-    topped = iter(
-        _topped_up(
-            batch, [(start, stop, last) for _, start, stop, last in runs if last is not None]
-        )
-    )
+    tops = [(start, stop, last) for _, start, stop, last in runs if last is not None]
+    topped = _topped_up(batch, tops)
+    # A last block a new value does not fit is encoded whole: decoded together here.
+    wide = [last for (_, _, last), (block, _) in zip(tops, topped, strict=True) if block is None]
+    whole = iter(store.decode_rows([(last.data, last.count) for last in wide]))
+    topped_in_order = iter(topped)
     done: list[store.EncodedBlock] = []
     pieces: list[Postings] = []
     heads: list[tuple[int, int, int | None, int | None]] = []  # term, length, block id, first key
@@ -132,12 +133,10 @@ def write(conn: apsw.Connection, batch: Batch, version: int) -> list[tuple[int, 
             pieces.append(batch.run(start, stop))
             heads.append((term_id, stop - start, None, None))
             continue
-        block, taken = next(topped)
+        block, taken = next(topped_in_order)
         if block is None:  # a section of the last block widens: encode it whole
-            pieces += [last.postings, batch.run(start, stop)]
-            heads.append(
-                (term_id, len(last.postings) + stop - start, last.block_id, last.first_key)
-            )
+            pieces += [next(whole), batch.run(start, stop)]
+            heads.append((term_id, last.count + stop - start, last.block_id, last.first_key))
             continue
         done.append((last.block_id, term_id, *block))
         if start + taken < stop:
@@ -163,7 +162,7 @@ def _topped_up(batch: Batch, runs: Sequence[tuple[int, int, store.LastBlock]]) -
     """
     if not runs:
         return []
-    counts = [len(last.postings) for _, _, last in runs]
+    counts = [last.count for _, _, last in runs]
     starts = np.asarray([start for start, _, _ in runs], dtype=np.int64)
     stops = np.asarray([stop for _, stop, _ in runs], dtype=np.int64)
     taken = np.minimum(stops - starts, BLOCK_SIZE - np.asarray(counts, dtype=np.int64))
@@ -174,7 +173,7 @@ def _topped_up(batch: Batch, runs: Sequence[tuple[int, int, store.LastBlock]]) -
     data = appended_many(
         [last.data for _, _, last in runs],
         counts,
-        np.asarray([int(last.postings.keys[-1]) for _, _, last in runs], dtype=np.int64),
+        np.asarray([last.last_key for _, _, last in runs], dtype=np.int64),
         keys,
         tfs,
         lengths,
@@ -190,7 +189,7 @@ def _topped_up(batch: Batch, runs: Sequence[tuple[int, int, store.LastBlock]]) -
         if block is None:
             out.append((None, 0))
             continue
-        count = len(last.postings) + n
+        count = last.count + n
         bounds = (max(last.max_tf, top), min(last.min_length, low))
         out.append(((last.first_key, count, *bounds, block), n))
     return out

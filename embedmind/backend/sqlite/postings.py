@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from embedmind.backend.sqlite import varint
-from embedmind.backend.sqlite.blocks import Postings, decode, decode_many, encode
+from embedmind.backend.sqlite.blocks import Postings, decode, decode_many, encode, last_keys
 from embedmind.backend.sqlite.connection import fetch_one
 from embedmind.errors import StorageError
 from embedmind.lexical import session_context
@@ -55,9 +55,13 @@ class BlockRow:
 
 
 @dataclass(frozen=True)
-class LastBlock(BlockRow):
-    """A term's last block, decoded, with its stored bytes and bounds (to append to it)."""
+class LastBlock:
+    """A term's last block as stored, with its largest key (to append to it)."""
 
+    block_id: int
+    first_key: int
+    count: int
+    last_key: int
     data: bytes
     max_tf: int
     min_length: int
@@ -128,14 +132,16 @@ def last_blocks(conn: apsw.Connection, term_ids: Sequence[int]) -> dict[int, Las
         "FROM lex_blocks WHERE term_id = j.value ORDER BY first_key DESC LIMIT 1)"
     )
     rows: list[Any] = conn.execute(sql, (json.dumps(list(term_ids)),)).fetchall()
-    parts = _decode_rows([(row[4], int(row[3])) for row in rows])
+    lasts = last_keys([row[4] for row in rows], [int(row[3]) for row in rows]).tolist()
     return {
-        int(row[0]): LastBlock(int(row[1]), int(row[2]), part, row[4], int(row[5]), int(row[6]))
-        for row, part in zip(rows, parts, strict=True)
+        int(row[0]): LastBlock(
+            int(row[1]), int(row[2]), int(row[3]), last, row[4], int(row[5]), int(row[6])
+        )
+        for row, last in zip(rows, lasts, strict=True)
     }
 
 
-def _decode_rows(rows: Sequence[tuple[bytes, int]]) -> list[Postings]:
+def decode_rows(rows: Sequence[tuple[bytes, int]]) -> list[Postings]:
     """Decode ``(data, count)`` blocks in one pass (:func:`decode_many`), one slice each."""
     whole = decode_many([data for data, _ in rows], [count for _, count in rows])
     out, at = [], 0
@@ -235,7 +241,7 @@ def load_blocks(conn: apsw.Connection, block_ids: Sequence[int]) -> dict[int, Po
         "WHERE block_id IN (SELECT value FROM json_each(?))",
         (json.dumps(list(block_ids)),),
     ).fetchall()
-    parts = _decode_rows([(row[2], int(row[1])) for row in rows])
+    parts = decode_rows([(row[2], int(row[1])) for row in rows])
     return {int(row[0]): part for row, part in zip(rows, parts, strict=True)}
 
 
