@@ -215,6 +215,27 @@ def fetch_one(conn: apsw.Connection, sql: str, params: Any = ()) -> tuple[Any, .
     return tuple(row)
 
 
+def insert_json_rows(conn: apsw.Connection, sql: str, params: Any, count: int) -> range:
+    """Run one ``INSERT ... SELECT ... FROM json_each(?) ORDER BY key`` of ``count`` rows.
+
+    A batch travels as one JSON array: one ``sqlite3_step`` inserts every
+    row, where ``executemany`` bound and stepped each one (and gave the GIL
+    back and took it again per row). The JSON round trip keeps values exact:
+    text (NUL included), 64-bit integers, and reals (parsed correctly rounded).
+
+    Returns:
+        The rows' keys, in the array's order: ``AUTOINCREMENT`` gives one
+        statement's rows consecutive keys above every key ever used, in the
+        order they are selected (``changes()`` counts the statement's own
+        rows, not its triggers').
+    """
+    conn.execute(sql, params)
+    inserted, last = conn.changes(), conn.last_insert_rowid()
+    if inserted != count:  # pragma: no cover - the SELECT yields every element
+        raise StorageError(f"inserted {inserted} rows of {count}, nothing written")
+    return range(last - inserted + 1, last + 1)
+
+
 def sqlite_version() -> str:
     """The SQLite library this backend runs on (bundled by apsw), for ``embedmind doctor``."""
     return str(apsw.sqlitelibversion())

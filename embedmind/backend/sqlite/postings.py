@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from embedmind.backend.sqlite import varint
 from embedmind.backend.sqlite.blocks import Postings, decode, decode_many, encode, last_keys
-from embedmind.backend.sqlite.connection import fetch_one
+from embedmind.backend.sqlite.connection import fetch_one, insert_json_rows
 from embedmind.errors import StorageError
 from embedmind.lexical import session_context
 
@@ -82,15 +82,26 @@ def lookup_terms(conn: apsw.Connection, terms: Iterable[str]) -> dict[str, TermR
     }
 
 
+def term_ids(conn: apsw.Connection, terms: Sequence[str]) -> dict[str, int]:
+    """The ids of the given terms that exist (a bulk write's lookup: ids only)."""
+    if not terms:
+        return {}
+    sql = "SELECT term, term_id FROM lex_terms WHERE term IN (SELECT value FROM json_each(?))"
+    return dict(conn.execute(sql, (json.dumps(terms, ensure_ascii=False),)))
+
+
 def create_terms(conn: apsw.Connection, terms: Sequence[str], version: int) -> dict[str, int]:
-    """Add terms with df 0 and return their ids."""
-    return {
-        str(row[1]): int(row[0])
-        for row in conn.executemany(
-            "INSERT INTO lex_terms (term, df, version) VALUES (?, 0, ?) RETURNING term_id, term",
-            [(term, version) for term in terms],
-        )
-    }
+    """Add terms (absent and distinct) with df 0 and return their ids."""
+    if not terms:
+        return {}
+    sql = (
+        "INSERT INTO lex_terms (term, df, version) "
+        "SELECT value, 0, ? FROM json_each(?) ORDER BY key"
+    )
+    keys = insert_json_rows(
+        conn, sql, (version, json.dumps(list(terms), ensure_ascii=False)), len(terms)
+    )
+    return dict(zip(terms, keys, strict=True))
 
 
 def add_dfs(conn: apsw.Connection, deltas: Sequence[tuple[int, int]], version: int) -> None:

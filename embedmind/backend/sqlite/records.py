@@ -14,10 +14,10 @@ from typing import Any
 import apsw
 
 from embedmind.backend.sqlite import integrity
-from embedmind.backend.sqlite.connection import fetch_one
+from embedmind.backend.sqlite.connection import fetch_one, insert_json_rows
 from embedmind.backend.values import EXPORT_COLUMNS
 from embedmind.drafts import Prepared, decode_metadata
-from embedmind.errors import DamagedRecordError, StorageError
+from embedmind.errors import DamagedRecordError
 from embedmind.model import Level, Memory, Tier
 from embedmind.timestamps import from_micros, optional_from_micros
 
@@ -115,26 +115,13 @@ def insert(conn: apsw.Connection, p: Prepared) -> int:
 def insert_many(conn: apsw.Connection, batch: Sequence[Prepared]) -> list[int]:
     """Insert new rows (ids known to be free and distinct) and their tags; return their keys.
 
-    The rows travel as one JSON array per statement (:data:`_INSERT_FROM_JSON`):
-    one ``sqlite3_step`` inserts them all, where ``executemany`` bound and
-    stepped each row (about a third slower at 10,000 rows a batch), and where
-    each step gave the GIL back and took it again, so that a thread running
-    Python beside the insert held each row up for a switch interval. The JSON
-    round trip keeps every value exactly: text (NUL included), 64-bit
-    integers, and reals (SQLite parses them correctly rounded).
+    The rows travel as JSON arrays (:func:`~embedmind.backend.sqlite.connection.insert_json_rows`),
+    each one statement that holds no GIL while a thread running Python goes on beside it.
     """
     keys: list[int] = []
     for chunk in _json_chunks(batch):
-        conn.execute(
-            _INSERT_FROM_JSON, (json.dumps([_values(p) for p in chunk], ensure_ascii=False),)
-        )
-        # AUTOINCREMENT gives one statement's rows consecutive keys, in the
-        # order they were selected (the array's), after every key ever used;
-        # changes() counts this statement's rows only, not its triggers'.
-        inserted, last = conn.changes(), conn.last_insert_rowid()
-        if inserted != len(chunk):  # pragma: no cover - the SELECT yields every element
-            raise StorageError(f"inserted {inserted} rows of {len(chunk)}, nothing written")
-        keys += range(last - inserted + 1, last + 1)
+        payload = json.dumps([_values(p) for p in chunk], ensure_ascii=False)
+        keys += insert_json_rows(conn, _INSERT_FROM_JSON, (payload,), len(chunk))
     tags = [(tag, key) for p, key in zip(batch, keys, strict=True) for tag in p.tags]
     if tags:
         conn.executemany("INSERT INTO memory_tags (tag, key) VALUES (?, ?)", tags)

@@ -245,7 +245,7 @@ class LexicalIndex:
         if not entries:
             return
         terms = {term for entry in entries for term in entry.counts}
-        ids = {term: row.term_id for term, row in postings.lookup_terms(conn, terms).items()}
+        ids = postings.term_ids(conn, list(terms))
         ids.update(postings.create_terms(conn, sorted(terms - ids.keys()), version))
         total = sum(len(entry.counts) for entry in entries)
         # chain and map step through the terms in C: a generator over them ran
