@@ -368,7 +368,8 @@ def last_keys(blobs: Sequence[bytes], counts: Sequence[int]) -> npt.NDArray[np.i
     last = firsts + (sums[ends] - sums[ends - per_block])
     if (firsts > _KEY_MAX).any() or (last > _KEY_MAX).any() or (last < firsts).any():
         raise StorageError("a posting block holds a key out of range")
-    return last.astype(np.int64)
+    keys: npt.NDArray[np.int64] = last.astype(np.int64)
+    return keys
 
 
 def _read(runs: list[tuple[int, bytes]]) -> npt.NDArray[np.uint64]:
