@@ -144,9 +144,7 @@ def parsed_memory(item: dict[str, Any], dims: int | None) -> Record:
     # contradicted memory may legitimately end before it began. The fingerprint
     # is derived data, computed again by prepare. Relations are added by the
     # import itself, with their created_at, once their targets are in.
-    prepared = dataclasses.replace(
-        prepare(draft, now=micros(item["updated_at"], "updated_at")), relations=()
-    )
+    prepared = prepare(draft, now=micros(item["updated_at"], "updated_at"))._replace(relations=())
     restored = {
         "updated_at": prepared.updated_at,
         "valid_to": optional_micros(item.get("valid_to"), "valid_to"),
