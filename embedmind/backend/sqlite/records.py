@@ -7,7 +7,7 @@ the derived indexes use, and the caller-visible string ``id``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,15 +112,21 @@ def insert(conn: apsw.Connection, p: Prepared) -> int:
     return key
 
 
-def insert_many(conn: apsw.Connection, batch: Sequence[Prepared]) -> list[int]:
+def insert_many(
+    conn: apsw.Connection, batch: Sequence[Prepared], beside: Callable[[], object] | None = None
+) -> list[int]:
     """Insert new rows (ids known to be free and distinct) and their tags; return their keys.
 
     The rows travel as JSON arrays (:func:`~embedmind.backend.sqlite.connection.insert_json_rows`),
     each one statement that holds no GIL while a thread running Python goes on beside it.
+    ``beside`` is called once the first array is encoded (which needs the GIL),
+    just before its statement: where to start such a thread's work.
     """
     keys: list[int] = []
     for chunk in _json_chunks(batch):
         payload = json.dumps([_values(p) for p in chunk], ensure_ascii=False)
+        if beside is not None and not keys:
+            beside()
         keys += insert_json_rows(conn, _INSERT_FROM_JSON, (payload,), len(chunk))
     tags = [(tag, key) for p, key in zip(batch, keys, strict=True) for tag in p.tags]
     if tags:

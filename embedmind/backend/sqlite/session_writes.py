@@ -21,7 +21,7 @@ from embedmind.backend.sqlite import (
     session_rows,
     vector_rows,
 )
-from embedmind.backend.sqlite.lexical.index import Ahead
+from embedmind.backend.sqlite.lexical.index import Ahead, analyse_ahead
 from embedmind.backend.sqlite.missing_vectors import WriteWatch
 from embedmind.backend.sqlite.session import (
     _SPACES,
@@ -69,10 +69,15 @@ class SqliteRecordWrites(SqliteRecords):
         """The texts of the last :meth:`insert_many`, under analysis for :meth:`index_text`."""
 
     def insert_many(self, batch: Sequence[Prepared]) -> list[int]:
-        if len(batch) >= ANALYSE_AHEAD_ROWS:
+        if len(batch) < ANALYSE_AHEAD_ROWS:
+            return records.insert_many(self.conn, batch)
+        table = self.parts.lexical.aliases(self.conn)
+
+        def analyse() -> None:
             # The insert is one statement without the GIL: the other core analyses meanwhile.
-            self._ahead = self.parts.lexical.analyse_ahead(self.conn, [p.content for p in batch])
-        return records.insert_many(self.conn, batch)
+            self._ahead = analyse_ahead(table, [p.content for p in batch])
+
+        return records.insert_many(self.conn, batch, analyse)
 
     def insert(self, prepared: Prepared) -> int:
         return records.insert(self.conn, prepared)

@@ -63,7 +63,7 @@ def query_terms(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Ahead:
-    """Texts under analysis on a worker thread (:meth:`LexicalIndex.analyse_ahead`)."""
+    """Texts under analysis on a worker thread (:func:`analyse_ahead`)."""
 
     texts: Sequence[str]
     table: Table
@@ -77,6 +77,16 @@ class Ahead:
         if any(text is not mine for (_, text), mine in zip(docs, self.texts, strict=True)):
             return None
         return self.result()
+
+
+def analyse_ahead(table: Table, texts: Sequence[str]) -> Ahead:
+    """Start analysing ``texts`` under ``table`` on a worker, for a :meth:`LexicalIndex.add`.
+
+    The caller goes on with SQLite work meanwhile (a batch's row insert, one
+    statement that holds no GIL), so the analysis, pure Python, takes the
+    other core. ``table`` is :meth:`LexicalIndex.aliases` of the caller's transaction.
+    """
+    return Ahead(texts, table, workers.soon(fields_many, texts, table))
 
 
 class LexicalIndex:
@@ -102,16 +112,6 @@ class LexicalIndex:
         return table
 
     # -- writes (inside the caller's transaction) ---------------------------
-
-    def analyse_ahead(self, conn: apsw.Connection, texts: Sequence[str]) -> Ahead:
-        """Start analysing ``texts`` on a worker thread, for an :meth:`add` of them to come.
-
-        The caller goes on with SQLite work meanwhile (a batch's row insert,
-        one statement that holds no GIL), so the analysis, pure Python, takes
-        the other core.
-        """
-        table = self.aliases(conn)
-        return Ahead(texts, table, workers.soon(fields_many, texts, table))
 
     def add(
         self,
