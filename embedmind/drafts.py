@@ -328,33 +328,51 @@ def memories_of(batch: Sequence[Prepared]) -> list[Memory]:
     """The :class:`Memory` each fresh insert of ``batch`` stores, without reading it back.
 
     A batch's records share their write instant, so each distinct time is
-    converted to a datetime once per batch, not three times per record.
+    converted to a datetime once per batch, not three times per record. Each
+    memory's fields are filled in at once (:func:`_filled`): a frozen
+    dataclass's ``__init__`` sets its 21 fields one ``object.__setattr__`` at
+    a time, 2.0 of this function's 2.6 µs a record.
     """
     times: dict[int, _dt.datetime] = {}
     return [
-        Memory(
-            id=p.id,
-            namespace=p.namespace,
-            content=p.content,
-            metadata=decode_metadata(p.metadata_json),
-            tags=p.tags,
-            tier=_TIERS[p.tier],
-            level=_LEVELS[p.level],
-            agent=p.agent,
-            session_id=p.session_id,
-            created_at=_instant(times, p.created_at),
-            updated_at=_instant(times, p.updated_at),
-            valid_from=_instant(times, p.valid_from),
-            valid_to=None if p.valid_to is None else _instant(times, p.valid_to),
-            expires_at=None if p.expires_at is None else _instant(times, p.expires_at),
-            superseded_by=None,
-            confidence=p.confidence,
-            access_count=0,
-            last_accessed_at=None,
-            fingerprint=p.fingerprint,
+        _filled(
+            {
+                "id": p.id,
+                "namespace": p.namespace,
+                "content": p.content,
+                "metadata": decode_metadata(p.metadata_json),
+                "tags": p.tags,
+                "tier": _TIERS[p.tier],
+                "level": _LEVELS[p.level],
+                "agent": p.agent,
+                "session_id": p.session_id,
+                "created_at": _instant(times, p.created_at),
+                "updated_at": _instant(times, p.updated_at),
+                "valid_from": _instant(times, p.valid_from),
+                "valid_to": None if p.valid_to is None else _instant(times, p.valid_to),
+                "expires_at": None if p.expires_at is None else _instant(times, p.expires_at),
+                "superseded_by": None,
+                "confidence": p.confidence,
+                "access_count": 0,
+                "last_accessed_at": None,
+                "fingerprint": p.fingerprint,
+                "forgotten": False,
+            }
         )
         for p in batch
     ]
+
+
+def _filled(fields: dict[str, Any]) -> Memory:
+    """A :class:`Memory` holding ``fields`` (every one of its fields), as ``Memory(**fields)``.
+
+    ``Memory`` has no ``__post_init__`` and no slots, so its instance
+    dictionary is all ``__init__`` would have set
+    (``tests/test_memories_of.py`` holds both true).
+    """
+    memory = object.__new__(Memory)
+    memory.__dict__.update(fields)
+    return memory
 
 
 _TIERS = {member.value: member for member in Tier}
