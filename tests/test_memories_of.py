@@ -31,7 +31,9 @@ def test_a_memory_can_be_filled_in_as_its_init_would_set_it() -> None:
         st.builds(
             Draft,
             st.text("abc xyz", min_size=1).filter(str.strip),
-            metadata=st.dictionaries(st.sampled_from("kq"), st.integers(-(2**63), 2**63 - 1) | st.text("ab")),
+            metadata=st.dictionaries(
+                st.sampled_from("kq"), st.integers(-(2**63), 2**63 - 1) | st.text("ab")
+            ),
             tags=st.lists(st.sampled_from(["x", "y"]), unique=True),
             session_id=st.none() | st.just("s1"),
             confidence=st.floats(0, 1),
