@@ -116,7 +116,7 @@ def prepare(draft: Draft, now: int) -> Prepared:
         fingerprint=fingerprint(content),
         entities=_entities(draft.entities),
         relations=_relations(draft.relations),
-        supersedes=tuple(dict.fromkeys(_ids(draft.supersedes, "supersedes"))),
+        supersedes=_ids(draft.supersedes, "supersedes"),
     )
 
 
@@ -230,6 +230,8 @@ def _sequence(values: object) -> TypeGuard[Sequence[Any]]:
 def _tags(tags: object) -> tuple[str, ...]:
     if not _sequence(tags):
         raise InvalidInputError("tags", "expected a list of str")
+    if not tags:  # most drafts (a bulk load validates 100,000s)
+        return ()
     if len(tags) > MAX_TAGS:
         raise InvalidInputError("tags", f"more than {MAX_TAGS} tags")
     for tag in tags:
@@ -253,12 +255,16 @@ def _bounded(value: object, field: str, limit: int) -> str:
 def _entities(values: object) -> tuple[str, ...]:
     if not _sequence(values):
         raise InvalidInputError("entities", "expected a list of str")
+    if not values:
+        return ()
     return tuple(dict.fromkeys(_bounded(v, "entities", MAX_ENTITY_BYTES) for v in values))
 
 
 def _relations(values: object) -> tuple[tuple[str, str], ...]:
     if not _sequence(values):
         raise InvalidInputError("relations", "expected a list of (kind, target id) pairs")
+    if not values:
+        return ()
     out = []
     for item in values:
         if not _sequence(item) or len(item) != 2:
@@ -269,10 +275,13 @@ def _relations(values: object) -> tuple[tuple[str, str], ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _ids(values: object, field: str) -> list[str]:
+def _ids(values: object, field: str) -> tuple[str, ...]:
+    """Distinct valid ids, in their first order."""
     if not _sequence(values):
         raise InvalidInputError(field, "expected a list of ids")
-    return [validate_id(v, field) for v in values]
+    if not values:
+        return ()
+    return tuple(dict.fromkeys(validate_id(v, field) for v in values))
 
 
 def _plain_text(value: object, field: str) -> str:
