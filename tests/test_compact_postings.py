@@ -66,6 +66,14 @@ def _same(a: Postings, b: Postings) -> bool:
     )
 
 
+def test_each_value_takes_the_bytes_of_its_seven_bit_groups() -> None:
+    edges = [v for k in range(1, 10) for v in (2 ** (7 * k) - 1, 2 ** (7 * k)) if v < 2**63]
+    values = np.asarray([0, 1, *edges, 2**63 - 1], dtype=np.int64)
+    want = [max(1, -(-int(v).bit_length() // 7)) for v in values.tolist()]
+    assert varint.sizes(values).tolist() == want
+    assert [len(blocks.leb128(v)) for v in values.tolist()] == want
+
+
 @given(st.lists(st.integers(0, 2**63 - 1) | st.integers(0, 300), max_size=60))
 def test_leb128_round_trips(values: list[int]) -> None:
     array = np.asarray(values, dtype=np.int64)
@@ -163,7 +171,11 @@ def test_damaged_term_lists_get_a_storage_error(data: bytes) -> None:
 
 @given(
     st.lists(
-        st.dictionaries(st.integers(1, 2**40), st.integers(1, 10_000), max_size=12), max_size=8
+        # Ids up to 2**40 sort packed with the document; up to 2**62, with lexsort.
+        st.dictionaries(
+            st.integers(1, 2**40) | st.integers(1, 2**62), st.integers(1, 10_000), max_size=12
+        ),
+        max_size=8,
     )
 )
 def test_term_lists_round_trip_in_term_order(docs: list[dict[int, int]]) -> None:

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from embedmind.backend.sqlite import postings as store
 from embedmind.backend.sqlite.blocks import BLOCK_SIZE, Postings, appended_many, encode_many
+from embedmind.backend.sqlite.pair_order import pair_order
 
 _TF_MAX = 65_535
 _LENGTH_MAX = 2**32 - 1
@@ -61,7 +62,7 @@ class Batch:
         counts = np.asarray(per_doc, dtype=np.int64)
         keys = np.repeat(np.asarray(doc_keys, dtype=np.int64), counts)
         lengths = np.repeat(np.asarray(doc_lengths, dtype=np.int64), counts)
-        order = np.lexsort((keys, term_ids))
+        order = pair_order(term_ids, keys)
         return Batch(
             term_ids[order],
             keys[order],

@@ -32,6 +32,7 @@ import numpy.typing as npt
 from embedmind.backend.sqlite import varint
 from embedmind.backend.sqlite.blocks import Postings, decode, decode_many, encode, last_keys
 from embedmind.backend.sqlite.connection import fetch_one, insert_json_rows
+from embedmind.backend.sqlite.pair_order import pair_order
 from embedmind.errors import StorageError
 from embedmind.lexical import session_context
 
@@ -310,7 +311,7 @@ def pack_terms(
     if not len(counts):
         return []
     doc_of = np.repeat(np.arange(len(counts)), counts)
-    order = np.lexsort((term_ids, doc_of))
+    order = pair_order(doc_of, term_ids)
     ids, counted = term_ids[order], tfs[order]
     starts = np.cumsum(counts) - counts
     gaps = np.empty_like(ids)
