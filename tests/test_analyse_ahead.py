@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pytest
 
 import embedmind
-from embedmind.backend.sqlite import session_writes
+from embedmind.backend.sqlite import records, session_writes
 from embedmind.backend.sqlite.lexical import index as lexical_index
 from embedmind.lexical.aliases import Fields, Table, fields_many
 
@@ -30,9 +30,11 @@ def _threads_analysing(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return names
 
 
+@pytest.mark.parametrize("chunk_chars", [records.JSON_CHUNK_CHARS, 100])
 def test_a_large_batch_is_analysed_on_a_worker_and_a_small_one_in_line(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, chunk_chars: int
 ) -> None:
+    monkeypatch.setattr(records, "JSON_CHUNK_CHARS", chunk_chars)  # one insert, or several
     names = _threads_analysing(monkeypatch)
     rows = session_writes.ANALYSE_AHEAD_ROWS
     with embedmind.Store.open(":memory:", embedder=None) as store:

@@ -123,9 +123,9 @@ def insert_many(
     just before its statement: where to start such a thread's work.
     """
     keys: list[int] = []
-    for chunk in _json_chunks(batch):
+    for i, chunk in enumerate(_json_chunks(batch)):
         payload = json.dumps([_values(p) for p in chunk], ensure_ascii=False)
-        if beside is not None and not keys:
+        if i == 0 and beside is not None:
             beside()
         keys += insert_json_rows(conn, _INSERT_FROM_JSON, (payload,), len(chunk))
     tags = [(tag, key) for p, key in zip(batch, keys, strict=True) for tag in p.tags]
