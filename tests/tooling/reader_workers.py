@@ -266,14 +266,25 @@ class Reader:
     def _vector_visible(self, seq: int, version: int) -> None:
         """Batch ``seq``, acknowledged at ``version``, is found whole by vector recall.
 
-        A rewrite may have committed since (acknowledged or not yet): its members
-        then sit around the next version's direction. The writer acknowledges each
-        rewrite before the next, so the batch is at ``version`` or ``version + 1``.
+        Rewrites may commit while the reader looks (acknowledged or not yet), and
+        the same batch can be rewritten more than once during one round. Each
+        miss at ``v`` means the batch was at a newer version during that read,
+        so the next read asks for ``v + 1``. The batch's version during a read is
+        at most one past what the acknowledgements say afterwards (the writer
+        acknowledges each call before the next), so a miss at a version that
+        high breaks the contract.
         """
-        for v in (version, version + 1):
+        v = version
+        while True:
             if seq in _whole(self._vector(seq, v), "vector recall"):
                 return
-        raise Violations(f"vector recall: acknowledged batch {seq} v{version} invisible")
+            self.acks.refresh()
+            if v >= self.acks.versions[seq] + 1:
+                raise Violations(
+                    f"vector recall: acknowledged batch {seq} v{version} invisible "
+                    f"(looked up to v{v}, acknowledged v{self.acks.versions[seq]})"
+                )
+            v += 1
 
     def once(self) -> None:
         """One round of checks; raises :class:`Violations` on a broken contract."""
