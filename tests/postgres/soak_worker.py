@@ -16,7 +16,10 @@ traceback on stderr, which the test reports.
 * ``reader``: before each round, reads the probes appended so far; then checks
   that every new probe is found by ``get`` (its id), is the top text hit for
   its word and the top vector hit for its own vector — a write acknowledged
-  in one process is visible in another at its next call.
+  in one process is visible in another at its next call. After the deadline it
+  waits for the file ``PROBES.final`` (the test creates it once every writer
+  has returned, so no probe is still to come) and checks the rest: every
+  acknowledged probe is checked, however far behind a loaded machine left it.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ from embedmind.errors import EmbedmindError
 DIMS = 16
 NAMESPACE = "soak"
 WORDS = "tea coffee paris trip dog book run green alice bob river song".split()
+FINAL_WAIT_SECONDS = 300.0
+"""How long a reader waits, after the deadline, for every writer to return."""
+MAX_ERRORS = 100
+"""Errors after which a reader's closing rounds stop retrying (the test fails on any)."""
 
 
 def open_store(url: str) -> embedmind.Store:
@@ -72,6 +79,15 @@ def started(me: int, probes: str) -> float:
     while not go.exists() or not go.read_text().endswith("\n"):
         time.sleep(0.02)
     return float(go.read_text())
+
+
+def wait_for(path: Path) -> None:
+    """Wait until ``path`` exists (the test creates it); a missing file ends the run."""
+    waited = time.monotonic()
+    while not path.exists():
+        if time.monotonic() - waited > FINAL_WAIT_SECONDS:
+            raise TimeoutError(f"{path} did not appear in {FINAL_WAIT_SECONDS:g} s")
+        time.sleep(0.02)
 
 
 def writer(url: str, me: int, probes: str) -> dict[str, Any]:
@@ -118,7 +134,10 @@ def reader(url: str, me: int, probes: str) -> dict[str, Any]:
     offset, checked, calls = 0, 0, 0
     misses: list[str] = []
     pending: list[tuple[str, str]] = []
-    while time.time() < deadline:
+    while True:
+        closing = time.time() >= deadline
+        if closing:
+            wait_for(Path(f"{probes}.final"))
         with open(probes, encoding="utf-8") as f:  # before the calls: these are acknowledged
             f.seek(offset)
             chunk = f.read()
@@ -143,6 +162,8 @@ def reader(url: str, me: int, probes: str) -> dict[str, Any]:
             calls += 1
         except EmbedmindError as exc:
             errors[type(exc).__name__] += 1  # the probes are checked again at the next round
+        if closing and (not pending or errors.total() > MAX_ERRORS):
+            break
     store.close()
     return {"checked": checked, "calls": calls, "misses": misses[:20], "errors": errors}
 

@@ -10,7 +10,8 @@ only. Afterwards:
   the process with status 3);
 * every probe a writer acknowledged was found by ``get`` (its id), as the top
   text hit for its unique word and as the top vector hit for its own vector, by
-  a reader at its next round after the acknowledgement — and enough were checked;
+  a reader at its next round after the acknowledgement (the rounds after the
+  deadline check those left, so each reader checks every probe);
 * the text index (postings, documents, statistics) equals a rebuild.
 
 The load runs the issue's 30 s by default (the whole test about 40 s on a quiet
@@ -66,7 +67,9 @@ def test_four_writers_and_two_readers(
     (tmp_path / "probes.jsonl.go.tmp").write_text(f"{time.time() + SECONDS!r}\n")
     (tmp_path / "probes.jsonl.go.tmp").rename(tmp_path / "probes.jsonl.go")
     results = []
-    for role, proc in zip(roles, procs, strict=True):
+    for n, (role, proc) in enumerate(zip(roles, procs, strict=True)):
+        if n == WRITERS:  # every writer returned: no probe is still to come
+            (tmp_path / "probes.jsonl.final").touch()
         out, err = proc.communicate(timeout=SECONDS + 120)
         assert proc.returncode == 0, f"a {role} failed (3: a raw exception):\n{err[-3000:]}"
         results.append(json.loads(out))
@@ -98,10 +101,7 @@ def test_four_writers_and_two_readers(
     probe_count = sum(1 for i in acknowledged if i.startswith("p"))
     misses = [m for r in readers for m in r["misses"]]
     assert not misses, misses
-    # Each reader checks every probe acknowledged before its last round; the probes of
-    # the final rounds may come after it (a round checks each pending probe three
-    # ways, so a busy machine leaves more behind: 79 % was seen at load 3).
-    assert all(r["checked"] >= probe_count * 0.5 for r in readers), (probe_count, readers)
+    assert all(r["checked"] == probe_count for r in readers), (probe_count, readers)
     assert probe_count >= WRITERS * 2 and all(r["calls"] > 5 for r in readers)
     print(
         f"soak {SECONDS:g}s: {len(acknowledged)} writes ({len(acknowledged) / SECONDS:.0f}/s), "
