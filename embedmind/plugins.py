@@ -15,7 +15,7 @@ import importlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
@@ -215,12 +215,21 @@ def chunkers() -> dict[str, Callable[..., Any]]:
     return registry().chunkers
 
 
-def notify_committed(store: Any, events: Sequence[Any]) -> None:
-    """Dispatch ``records_committed``; a failing listener is logged, never raised."""
-    if not events:
+def notify_committed(store: Any, events: Iterable[Any]) -> None:
+    """Dispatch ``records_committed``; a failing listener is logged, never raised.
+
+    ``events`` is consumed only when a listener is registered, so a lazy
+    iterable costs nothing otherwise: a bulk load's batch of 10,000 made as
+    many event objects for nobody.
+    """
+    hook = manager().hook.records_committed
+    if not hook.get_hookimpls():
+        return
+    found = list(events)
+    if not found:
         return
     try:
-        manager().hook.records_committed(store=store, events=list(events))
+        hook(store=store, events=found)
     except Exception:
         logger.exception("a records_committed listener failed")
 

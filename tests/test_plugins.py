@@ -164,6 +164,29 @@ def test_records_committed_sees_commits_and_never_rollbacks(registered: list[obj
     assert MemoryWritten("b0", "y", "semantic") not in flat  # the rolled-back write sent nothing
 
 
+def test_events_are_made_only_for_a_listener(registered: list[object]) -> None:
+    """Without a ``records_committed`` listener a commit builds no event; with one it does."""
+    made: list[object] = []
+
+    def counted() -> Iterator[object]:
+        made.append(object())
+        yield MemoryWritten("x", "default", "semantic")
+
+    plugins.notify_committed(None, counted())
+    assert made == [], "events were built for nobody"
+
+    seen: list[Sequence[Any]] = []
+
+    class Listener:
+        @hookimpl
+        def records_committed(self, store: Any, events: Sequence[Any]) -> None:
+            seen.append(events)
+
+    _add(registered, Listener())
+    plugins.notify_committed(None, counted())
+    assert len(made) == 1 and seen == [[MemoryWritten("x", "default", "semantic")]]
+
+
 def test_rerank_is_first_result(registered: list[object]) -> None:
     class Reverse:
         @hookimpl

@@ -301,9 +301,11 @@ class CommitPath:
         return done
 
     def _after_commit(self, done: Sequence[Committed]) -> None:
-        for committed in done:
-            _count(self._parts.metrics, committed)
-        notify_committed(self._parts.listener_store, [e for c in done for e in events_of(c)])
+        metrics = self._parts.metrics
+        if metrics is not None:  # counted per memory: skipped whole without an observer
+            for committed in done:
+                _count(metrics, committed)
+        notify_committed(self._parts.listener_store, (e for c in done for e in events_of(c)))
         self._derive_fragments([m for c in done for m in (*c.written, *c.redacted)])
 
     def _vectors(self) -> VectorCache | None:
