@@ -301,10 +301,8 @@ class CommitPath:
         return done
 
     def _after_commit(self, done: Sequence[Committed]) -> None:
-        metrics = self._parts.metrics
-        if metrics is not None:  # counted per memory: skipped whole without an observer
-            for committed in done:
-                _count(metrics, committed)
+        for committed in done:
+            _count(self._parts.metrics, committed)
         notify_committed(self._parts.listener_store, (e for c in done for e in events_of(c)))
         self._derive_fragments([m for c in done for m in (*c.written, *c.redacted)])
 
@@ -420,6 +418,8 @@ def events_of(committed: Committed) -> list[object]:
 
 
 def _count(metrics: Any, c: Committed) -> None:
+    if metrics is None:  # counted per memory: skipped whole without an observer
+        return
     for memory in (*c.written, *c.redacted):
         emit(metrics, "upsert", c.op, memory.tier.value)
     for change in (*c.placed, *c.updated):
