@@ -42,6 +42,12 @@ WORKLOADS: dict[str, tuple[str, str, bool, str]] = {
     "lexical": ("lexical", "BM25 channel vs SQLite FTS5, bm25s, tantivy", True, "10k"),
     "vector": ("vector", "vector channel vs raw usearch, hnswlib, faiss, numpy", True, "10k"),
     "ingest": ("ingest", "ingest throughput per size, vectors given and embedding", True, "10k"),
+    "ingest-compare": (
+        "ingest_compare",
+        "bulk ingest beside a raw usearch build and tantivy, and another checkout",
+        True,
+        "100k",
+    ),
     "recall": ("recall", "recall p50/p95 per mode per size, and growth", True, "10k"),
     "peers": ("peers", "end to end vs Chroma and LanceDB: LoCoMo and synthetic", True, "10k"),
     "embedder": ("embedder", "embedder vs the raw onnxruntime session", False, ""),
@@ -131,7 +137,17 @@ _OWN: dict[str, tuple[tuple[str, ...], str, dict[str, Any]]] = {
     "embed_sample": (
         ("ingest",),
         "--embed-sample",
-        {"type": int, "help": "texts the store embeds itself, per size (2000)"},
+        {"type": int, "help": "texts the store embeds itself, per size and round (2000)"},
+    ),
+    "embed_rounds": (
+        ("ingest",),
+        "--embed-rounds",
+        {"type": int, "help": "rounds of raw embedder and store, alternated (3)"},
+    ),
+    "baseline": (
+        ("ingest-compare",),
+        "--baseline",
+        {"type": Path, "help": "root of another checkout, measured beside this one"},
     ),
     "texts": (("embedder",), "--texts", {"type": int, "help": "short texts per round (256)"}),
     "reps": (("embedder",), "--reps", {"type": int, "help": "timed rounds, best kept (3)"}),

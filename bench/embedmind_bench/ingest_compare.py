@@ -1,15 +1,14 @@
-"""Bulk ingest beside its floors and a baseline tree, side by side in one run.
+"""``embedmind bench ingest-compare``: bulk ingest beside its floors, and a baseline tree.
 
-Run it as ``python -m embedmind_bench.ingest_compare --sizes 10k,100k
---baseline /path/to/other/checkout``. Per size, in this order, each store
-fresh and each engine in its own child process (so neither warms the other's
-caches):
+Per size, in this order, each store fresh and each engine in its own child
+process (so neither warms the other's caches):
 
 - *vectors given*: ``remember_many`` of the seeded chat corpus with
   embedding-like vectors (:mod:`.vectordata`) in calls of 10,000, then the
   first recall (hybrid, which waits for whatever vector-index work the writes
-  left behind), then 20 warm recalls (their p50); by this tree, then by the
-  baseline tree (imported from its directory, ahead of any editable install);
+  left behind), then 20 warm recalls (their p50); by this tree, then, with
+  ``--baseline``, by another checkout (imported from its directory, ahead of
+  any editable install);
 - *raw usearch*: ``Index.add`` of the same vectors with the store's index
   settings (cos, f16, M 16, ef_add 128) on every core, with usearch's
   default thread count and with the store's (more threads than cores): the
@@ -18,32 +17,65 @@ caches):
 - *tantivy*: building a tantivy index of the same texts (when installed).
 
 Ratios: end-to-end seconds (ingest plus first recall) over the raw usearch
-build, text-only seconds over tantivy's, and this tree over the baseline.
-Each child also reports its store's size on disk after closing and its peak
-RSS, beside the RSS it held before opening the store (the corpus and the
+build (target <= 1.5), text-only seconds over tantivy's (target <= 10), the
+first recall over the warm p50 (target <= 2), and the baseline over this
+tree. Each child also reports its store's size on disk after closing and its
+peak RSS, beside the RSS it held before opening the store (the corpus and the
 vectors it loaded).
+
+Expected duration on 2 cores: 100k in 1-2 minutes (4-5 with a baseline);
+1M in about half an hour (the vectors-given load and two raw builds of a
+million vectors).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+import embedmind
+from embedmind.errors import InvalidInputError
 from embedmind_bench import scaling
-from embedmind_bench.corpus import iter_documents
-from embedmind_bench.sizes import parse_sizes, size_label
+from embedmind_bench.corpus import CorpusSpec, iter_documents
+from embedmind_bench.progress import ProgressFactory, silent
+from embedmind_bench.report import Outcome, Table, fmt
+from embedmind_bench.sizes import size_label
 from embedmind_bench.vectordata import mixed_vectors
 
 BENCH_ROOT = Path(__file__).resolve().parents[1]
 """The directory holding this ``embedmind_bench``, for the children's imports."""
+THIS_TREE = Path(embedmind.__file__).resolve().parents[1]
+"""The directory holding the ``embedmind`` this process imports: the tree under test."""
+WARM = 20
+"""Warm recalls after the first (the child asks question ``i % queries`` for the i-th)."""
+
+
+@dataclass
+class Options:
+    """How to run the comparison.
+
+    Attributes:
+        sizes: Store sizes, in run order (each a fresh store per engine).
+        queries: Distinct questions of the first and warm recalls.
+        seed: Seed of the corpus and of the embedding-like vectors.
+        baseline: Root of another checkout to run beside this tree (optional).
+        workdir: Where stores and inputs go (a temporary directory when ``None``).
+    """
+
+    sizes: list[int] = field(default_factory=lambda: [100_000])
+    queries: int = WARM + 1
+    seed: int = CorpusSpec().seed
+    baseline: Path | None = None
+    workdir: Path | None = None
+
 
 PRELUDE = r"""
 import sys
@@ -66,7 +98,7 @@ from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.model import Draft
 from embedmind.store import Store
 
-mode, size, seed, vec_path, query_path, store_path = sys.argv[1:7]
+mode, size, seed, vec_path, query_path, store_path, warm_n = sys.argv[1:8]
 size, seed = int(size), int(seed)
 texts = list(iter_documents(size, CorpusSpec(seed=seed)))
 vectors = np.load(vec_path)[:size] if mode == "vectors" else None
@@ -93,7 +125,7 @@ began = time.perf_counter()
 ask(0)
 first = time.perf_counter() - began
 warm = []
-for i in range(1, 21):
+for i in range(1, int(warm_n) + 1):
     began = time.perf_counter()
     ask(i)
     warm.append(time.perf_counter() - began)
@@ -112,7 +144,8 @@ def _child(
     tree: Path, mode: str, size: int, seed: int, files: dict[str, Path], workdir: Path
 ) -> Any:
     store = workdir / f"{tree.name}-{mode}-{size}.mind"
-    args = [mode, str(size), str(seed), str(files["vectors"]), str(files["queries"]), str(store)]
+    args = [mode, str(size), str(seed), str(files["vectors"]), str(files["queries"]), str(store),
+            str(WARM)]  # fmt: skip
     done = subprocess.run(  # noqa: S603 - this interpreter, our own script
         [sys.executable, "-c", PRELUDE + CHILD, str(tree), str(BENCH_ROOT), *args],
         capture_output=True,
@@ -175,64 +208,123 @@ def _tantivy(texts: list[str], workdir: Path) -> float | None:
     return seconds
 
 
-def run(sizes: list[int], baseline: Path | None, workdir: Path) -> dict[str, Any]:
-    """Measure every size; return the figures and ratios (see the module docstring)."""
-    here = Path(__file__).resolve().parents[2]
-    options = scaling.Options(sizes=sizes, queries=21)
-    inputs = scaling.shared(options, None)
-    files = {"vectors": workdir / "vectors.npy", "queries": workdir / "queries.json"}
-    np.save(files["vectors"], mixed_vectors(inputs.base, max(sizes), seed=options.seed))
-    np.save(workdir / "vectors-q.npy", inputs.query_vectors)
-    files["queries"].write_text(json.dumps(inputs.queries))
-    trees = {"this": here} | ({"baseline": baseline} if baseline else {})
-    out: dict[str, Any] = {}
-    for size in sizes:
-        vectors = np.load(files["vectors"])[:size]
-        texts = list(iter_documents(size, inputs.spec))
-        row: dict[str, Any] = {}
+def _check(options: Options) -> None:
+    """Refuse a ``--baseline`` that is not a checkout before the run, not after the first size."""
+    base = options.baseline
+    if base is not None and not (base / "embedmind" / "__init__.py").is_file():
+        raise InvalidInputError(
+            "--baseline", f"{str(base)!r} holds no embedmind package; give another checkout's root"
+        )
+
+
+def _size(
+    size: int, trees: dict[str, Path], options: Options, inputs: scaling.Shared, workdir: Path,
+    files: dict[str, Path], progress: ProgressFactory,
+) -> dict[str, Any]:  # fmt: skip
+    """One size: every tree's children, the raw usearch floor and tantivy."""
+    vectors = np.load(files["vectors"])[:size]
+    texts = list(iter_documents(size, inputs.spec))
+    bar = progress(f"ingest-compare {size_label(size)}", 2 * len(trees) + 2)
+    row: dict[str, Any] = {}
+    for mode in ("vectors", "text"):
+        for name, tree in trees.items():
+            row[f"{name}.{mode}"] = _child(tree, mode, size, options.seed, files, workdir)
+            bar.update(1)
+        if mode == "vectors":
+            row.update(_raw_floor(vectors))
+        else:
+            row["tantivy_s"] = _tantivy(texts, workdir)
+        bar.update(1)
+    bar.close()
+    return row
+
+
+def _ratios(row: dict[str, Any]) -> dict[str, float | None]:
+    this = row["this.vectors"]
+    ratios: dict[str, float | None] = {
+        "vectors.end_to_end/raw_usearch": this["end_to_end_s"] / row["raw_usearch_s"],
+        "first_recall/warm_p50": this["first_recall_s"] / this["warm_p50_s"],
+        "text.ingest/tantivy": (
+            row["this.text"]["ingest_s"] / row["tantivy_s"] if row["tantivy_s"] else None
+        ),
+    }
+    if "baseline.vectors" in row:
         for mode in ("vectors", "text"):
-            for name, tree in trees.items():
-                row[f"{name}.{mode}"] = _child(tree, mode, size, options.seed, files, workdir)
-            if mode == "vectors":
-                row.update(_raw_floor(vectors))
-            else:
-                row["tantivy_s"] = _tantivy(texts, workdir)
-        ratios = {
-            "vectors: this end-to-end / raw usearch": row["this.vectors"]["end_to_end_s"]
-            / row["raw_usearch_s"],
-            "first recall / warm p50 (vectors)": row["this.vectors"]["first_recall_s"]
-            / row["this.vectors"]["warm_p50_s"],
-        }
-        if row["tantivy_s"]:
-            ratios["text: this ingest / tantivy build"] = (
-                row["this.text"]["ingest_s"] / row["tantivy_s"]
+            ratios[f"{mode}.end_to_end.baseline/this"] = (
+                row[f"baseline.{mode}"]["end_to_end_s"] / row[f"this.{mode}"]["end_to_end_s"]
             )
-        if baseline:
-            for mode in ("vectors", "text"):
-                ratios[f"{mode}: baseline end-to-end / this"] = (
-                    row[f"baseline.{mode}"]["end_to_end_s"] / row[f"this.{mode}"]["end_to_end_s"]
-                )
-            ratios["vectors: baseline end-to-end / raw usearch"] = (
-                row["baseline.vectors"]["end_to_end_s"] / row["raw_usearch_s"]
+        ratios["vectors.baseline_end_to_end/raw_usearch"] = (
+            row["baseline.vectors"]["end_to_end_s"] / row["raw_usearch_s"]
+        )
+    return ratios
+
+
+def _table(figures: dict[str, Any], trees: dict[str, Path]) -> Table:
+    table = Table(
+        "bulk ingest beside a raw usearch build and tantivy (each engine in its own process)",
+        ["size", "tree", "vectors: end to end s", "÷ raw usearch", "first ÷ warm p50",
+         "text only s", "÷ tantivy", "disk MB (vectors)", "peak RSS MB (vectors)"],
+    )  # fmt: skip
+    for label, row in figures.items():
+        for name in trees:
+            vec, text = row[f"{name}.vectors"], row[f"{name}.text"]
+            tantivy = row["tantivy_s"]
+            table.add(
+                label,
+                name,
+                fmt(vec["end_to_end_s"], ".2f"),
+                fmt(vec["end_to_end_s"] / row["raw_usearch_s"], ".2f"),
+                fmt(vec["first_recall_s"] / vec["warm_p50_s"], ".2f"),
+                fmt(text["ingest_s"], ".2f"),
+                fmt(text["ingest_s"] / tantivy if tantivy else None, ".2f"),
+                fmt(vec["disk_mb"], ",.0f"),
+                fmt(vec["peak_rss_mb"], ",.0f"),
             )
-        row["ratios"] = ratios
-        out[size_label(size)] = row
-        print(json.dumps({size_label(size): row}, indent=1), flush=True)
-    return out
+        table.notes.append(
+            f"{label}: raw usearch {row['raw_usearch_s']:.2f} s (the faster of "
+            f"{row['raw_usearch_per_core_s']:.2f} s on a thread per core and the store's "
+            f"thread count); tantivy {fmt(row['tantivy_s'], '.3f')} s"
+        )
+    table.notes.append(
+        "targets: vectors ÷ raw usearch <= 1.5, text ÷ tantivy <= 10, first ÷ warm <= 2"
+    )
+    return table
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Parse the options and run."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10k,100k")
-    parser.add_argument("--baseline", type=Path, default=None, help="another checkout's root")
-    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="embedmind-compare-") as tmp:
-        figures = run(parse_sizes(args.sizes), args.baseline, Path(tmp))
-    if args.out:
-        args.out.write_text(json.dumps(figures, indent=1))
+def run(options: Options, *, progress: ProgressFactory = silent) -> Outcome:
+    """Measure every size (see the module docstring).
 
+    Args:
+        options: Sizes, seed, the baseline checkout.
+        progress: Progress bar factory.
 
-if __name__ == "__main__":
-    main()
+    Returns:
+        Figures per size, ratios and the table.
+
+    Raises:
+        InvalidInputError: When ``baseline`` is not a checkout of embedmind.
+    """
+    _check(options)
+    trees = {"this": THIS_TREE} | ({"baseline": options.baseline} if options.baseline else {})
+    outcome = Outcome()
+    sizes: dict[str, Any] = {}
+    inputs = scaling.shared(
+        scaling.Options(sizes=options.sizes, queries=options.queries, seed=options.seed), None
+    )
+    with tempfile.TemporaryDirectory(prefix="embedmind-compare-", dir=options.workdir) as tmp:
+        workdir = Path(tmp)
+        files = {"vectors": workdir / "vectors.npy", "queries": workdir / "queries.json"}
+        np.save(files["vectors"], mixed_vectors(inputs.base, max(options.sizes), seed=options.seed))
+        np.save(workdir / "vectors-q.npy", inputs.query_vectors)
+        files["queries"].write_text(json.dumps(inputs.queries))
+        for size in options.sizes:
+            row = _size(size, trees, options, inputs, workdir, files, progress)
+            row["ratios"] = _ratios(row)
+            sizes[size_label(size)] = row
+    for label, row in sizes.items():
+        outcome.ratios |= {f"{label}.{name}": value for name, value in row["ratios"].items()}
+        if row["tantivy_s"] is None:
+            outcome.skipped["tantivy"] = 'not installed: pip install "embedmind-bench[peers]"'
+    outcome.figures = {"sizes": sizes, "trees": {name: str(t) for name, t in trees.items()}}
+    outcome.tables = [_table(sizes, trees)]
+    return outcome

@@ -43,7 +43,8 @@ class Options:
         sizes: Store sizes, in run order (each a fresh store).
         queries: Questions per size (recall).
         seed: Seed of the corpus and of the embedding-like vectors.
-        embed_sample: Texts embedded by the store itself, per size (ingest).
+        embed_sample: Texts embedded by the store itself, per size and round (ingest).
+        embed_rounds: Alternated rounds of the raw embedder and the store (ingest).
         warmup: Untimed leading queries per mode (recall).
         workdir: Where stores go (a temporary directory when ``None``).
     """
@@ -52,6 +53,7 @@ class Options:
     queries: int = 200
     seed: int = CorpusSpec().seed
     embed_sample: int = 2_000
+    embed_rounds: int = 3
     warmup: int = 10
     workdir: Path | None = None
 

@@ -311,3 +311,82 @@ def test_a_peak_watch_sees_only_its_own_stretch() -> None:
     later = PeakWatch().figures()
     assert later["peak_rss_growth_mb"] is not None
     assert later["peak_rss_growth_mb"] < 50
+
+
+class _Clock:
+    """A ``time`` stand-in whose clock moves only when a fake says how long it took."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def test_store_over_raw_is_the_median_of_alternated_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from embedmind_bench import ingest, scaling
+    from embedmind_bench.corpus import CorpusSpec
+
+    clock = _Clock()
+    monkeypatch.setattr(ingest, "time", clock)
+    calls: list[tuple[str, tuple[str, ...]]] = []
+    store_seconds = iter([2.0, 1.0, 4.0])
+
+    class Embedder:
+        def embed_documents(self, texts: list[str]) -> None:
+            calls.append(("raw", tuple(texts)))
+            clock.now += 1.0
+
+    class Store:
+        def remember_many(self, texts: list[str], batch_size: int) -> None:
+            calls.append(("store", tuple(texts)))
+            clock.now += next(store_seconds)
+
+    spec = CorpusSpec()
+    inputs = scaling.Shared(Embedder(), spec, np.zeros((1, 4)), [], np.zeros((1, 4)))  # type: ignore[arg-type]
+    options = scaling.Options(embed_sample=5, embed_rounds=3)
+    figures = ingest._with_embedding(Store(), 10, options, inputs)  # type: ignore[arg-type]
+
+    timed = calls[1:]  # the first call only warms the embedder's threads
+    assert [side for side, _ in timed] == ["raw", "store", "store", "raw", "raw", "store"]
+    rounds = [timed[i : i + 2] for i in range(0, 6, 2)]
+    assert all(a[1] == b[1] and len(a[1]) == 5 for a, b in rounds)  # same texts within a round
+    assert len({a[1] for a, _ in rounds}) == 3  # new texts every round
+    assert set(rounds[0][0][1]).isdisjoint(ingest.iter_documents(10, spec))  # beyond the store's
+    assert figures["store/raw_per_round"] == [0.5, 1.0, 0.25]
+    assert figures["store/raw"] == 0.5
+    assert figures["store_texts_per_s"] == 5 / 2.0 and figures["raw_embedder_texts_per_s"] == 5.0
+
+
+def test_ingest_compare_rejects_a_baseline_that_is_no_checkout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["bench", "ingest-compare", "--baseline", str(tmp_path), "--json",
+                 str(tmp_path / "out.json")])  # fmt: skip
+    assert code == EXIT_INVALID
+    assert "holds no embedmind package" in capsys.readouterr().err
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_ingest_compare_ratios_name_each_side() -> None:
+    from embedmind_bench import ingest_compare
+
+    def child(end_to_end: float, ingest: float) -> dict[str, float]:
+        return {"end_to_end_s": end_to_end, "ingest_s": ingest, "first_recall_s": 0.006,
+                "warm_p50_s": 0.002, "disk_mb": 1.0, "peak_rss_mb": 2.0}  # fmt: skip
+
+    row = {"this.vectors": child(30.0, 29.0), "this.text": child(4.0, 4.0),
+           "baseline.vectors": child(45.0, 44.0), "baseline.text": child(5.0, 5.0),
+           "raw_usearch_s": 20.0, "raw_usearch_per_core_s": 21.0, "tantivy_s": 0.5}  # fmt: skip
+    ratios = ingest_compare._ratios(row)
+    assert ratios["vectors.end_to_end/raw_usearch"] == 1.5
+    assert ratios["text.ingest/tantivy"] == 8.0
+    assert ratios["first_recall/warm_p50"] == pytest.approx(3.0)
+    assert ratios["vectors.end_to_end.baseline/this"] == 1.5
+    assert ratios["text.end_to_end.baseline/this"] == 1.25
+    assert ratios["vectors.baseline_end_to_end/raw_usearch"] == 2.25
+    row["tantivy_s"] = None
+    assert ingest_compare._ratios(row)["text.ingest/tantivy"] is None
+    trees = {"this": Path("a"), "baseline": Path("b")}
+    rendered = ingest_compare._table({"100k": row}, trees).render()
+    assert rendered.count("100k") >= 2 and "baseline" in rendered

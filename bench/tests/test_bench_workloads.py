@@ -47,7 +47,8 @@ def check(document: dict[str, Any], workload: str) -> None:
     [
         ("lexical", ["--size", "500", "--queries", "5"]),
         ("vector", ["--size", "500", "--queries", "5"]),
-        ("ingest", ["--sizes", "300,600", "--embed-sample", "20"]),
+        ("ingest", ["--sizes", "300,600", "--embed-sample", "20", "--embed-rounds", "2"]),
+        ("ingest-compare", ["--sizes", "300", "--queries", "3"]),
         ("recall", ["--sizes", "300,600", "--queries", "5", "--warmup", "1"]),
         ("embedder", ["--texts", "16", "--queries", "5", "--reps", "1"]),
         ("fragments", ["--size", "100", "--per-record", "3", "--queries", "5"]),
@@ -105,5 +106,5 @@ def test_locomo_through_the_public_api(tmp_path: Path) -> None:
 
 
 def test_every_workload_is_covered() -> None:
-    assert set(bench.WORKLOADS) == {"locomo", "lexical", "vector", "ingest", "recall", "peers",
-                                    "embedder", "fragments"}  # fmt: skip
+    assert set(bench.WORKLOADS) == {"locomo", "lexical", "vector", "ingest", "ingest-compare",
+                                    "recall", "peers", "embedder", "fragments"}  # fmt: skip
