@@ -377,7 +377,8 @@ def test_ingest_compare_ratios_name_each_side() -> None:
 
     row = {"this.vectors": child(30.0, 29.0), "this.text": child(4.0, 4.0),
            "baseline.vectors": child(45.0, 44.0), "baseline.text": child(5.0, 5.0),
-           "raw_usearch_s": 20.0, "raw_usearch_per_core_s": 21.0, "tantivy_s": 0.5}  # fmt: skip
+           "raw_usearch_s": 20.0, "raw_usearch_per_core_s": 21.0, "tantivy_s": 0.5,
+           f"raw_usearch_{ingest_compare.ADD_THREADS}_threads_s": 20.0}  # fmt: skip
     ratios = ingest_compare._ratios(row)
     assert ratios["vectors.end_to_end/raw_usearch"] == 1.5
     assert ratios["text.ingest/tantivy"] == 8.0
@@ -389,4 +390,4 @@ def test_ingest_compare_ratios_name_each_side() -> None:
     assert ingest_compare._ratios(row)["text.ingest/tantivy"] is None
     trees = {"this": Path("a"), "baseline": Path("b")}
     rendered = ingest_compare._table({"100k": row}, trees).render()
-    assert rendered.count("100k") >= 2 and "baseline" in rendered
+    assert rendered.count("100k") >= 2 and "baseline" in rendered and "21.00 s" in rendered
