@@ -24,8 +24,8 @@ peak RSS, beside the RSS it held before opening the store (the corpus and the
 vectors it loaded).
 
 Expected duration on 2 cores: 100k in 1-2 minutes (4-5 with a baseline);
-1M in about half an hour (the vectors-given load and two raw builds of a
-million vectors).
+1M in 15-30 minutes (the vectors-given load and two raw builds of a million
+vectors).
 """
 
 from __future__ import annotations
