@@ -238,23 +238,27 @@ def _size(
     return row
 
 
-def _ratios(row: dict[str, Any]) -> dict[str, float | None]:
-    this = row["this.vectors"]
-    ratios: dict[str, float | None] = {
-        "vectors.end_to_end/raw_usearch": this["end_to_end_s"] / row["raw_usearch_s"],
-        "first_recall/warm_p50": this["first_recall_s"] / this["warm_p50_s"],
-        "text.ingest/tantivy": (
-            row["this.text"]["ingest_s"] / row["tantivy_s"] if row["tantivy_s"] else None
-        ),
+def _tree_ratios(row: dict[str, Any], tree: str) -> dict[str, float | None]:
+    """One tree's figures over the floors: the raw usearch build, tantivy, its warm p50."""
+    vectors, text, tantivy = row[f"{tree}.vectors"], row[f"{tree}.text"], row["tantivy_s"]
+    return {
+        "vectors.end_to_end/raw_usearch": vectors["end_to_end_s"] / row["raw_usearch_s"],
+        "first_recall/warm_p50": vectors["first_recall_s"] / vectors["warm_p50_s"],
+        "text.ingest/tantivy": text["ingest_s"] / tantivy if tantivy else None,
     }
+
+
+def _ratios(row: dict[str, Any]) -> dict[str, float | None]:
+    """This tree's ratios, and with a baseline, the baseline's over this tree's and the floor."""
+    ratios = _tree_ratios(row, "this")
     if "baseline.vectors" in row:
         for mode in ("vectors", "text"):
             ratios[f"{mode}.end_to_end.baseline/this"] = (
                 row[f"baseline.{mode}"]["end_to_end_s"] / row[f"this.{mode}"]["end_to_end_s"]
             )
-        ratios["vectors.baseline_end_to_end/raw_usearch"] = (
-            row["baseline.vectors"]["end_to_end_s"] / row["raw_usearch_s"]
-        )
+        ratios["vectors.baseline_end_to_end/raw_usearch"] = _tree_ratios(row, "baseline")[
+            "vectors.end_to_end/raw_usearch"
+        ]
     return ratios
 
 
@@ -266,16 +270,15 @@ def _table(figures: dict[str, Any], trees: dict[str, Path]) -> Table:
     )  # fmt: skip
     for label, row in figures.items():
         for name in trees:
-            vec, text = row[f"{name}.vectors"], row[f"{name}.text"]
-            tantivy = row["tantivy_s"]
+            vec, ratios = row[f"{name}.vectors"], _tree_ratios(row, name)
             table.add(
                 label,
                 name,
                 fmt(vec["end_to_end_s"], ".2f"),
-                fmt(vec["end_to_end_s"] / row["raw_usearch_s"], ".2f"),
-                fmt(vec["first_recall_s"] / vec["warm_p50_s"], ".2f"),
-                fmt(text["ingest_s"], ".2f"),
-                fmt(text["ingest_s"] / tantivy if tantivy else None, ".2f"),
+                fmt(ratios["vectors.end_to_end/raw_usearch"], ".2f"),
+                fmt(ratios["first_recall/warm_p50"], ".2f"),
+                fmt(row[f"{name}.text"]["ingest_s"], ".2f"),
+                fmt(ratios["text.ingest/tantivy"], ".2f"),
                 fmt(vec["disk_mb"], ",.0f"),
                 fmt(vec["peak_rss_mb"], ",.0f"),
             )

@@ -389,5 +389,8 @@ def test_ingest_compare_ratios_name_each_side() -> None:
     row["tantivy_s"] = None
     assert ingest_compare._ratios(row)["text.ingest/tantivy"] is None
     trees = {"this": Path("a"), "baseline": Path("b")}
+    row["tantivy_s"] = 0.5
     rendered = ingest_compare._table({"100k": row}, trees).render()
     assert rendered.count("100k") >= 2 and "baseline" in rendered and "21.00 s" in rendered
+    for cell in ("1.50", "2.25", "8.00", "10.00"):  # each tree's ratios over the floors
+        assert cell in rendered, cell
