@@ -32,10 +32,12 @@ minutes (the 1M fill dominates: 1,000-1,500 memories/s with the index at
 
 from __future__ import annotations
 
+import functools
 import itertools
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,18 +60,18 @@ def _with_embedding(
     sample, rounds = options.embed_sample, options.embed_rounds
     texts = list(iter_documents(size + sample * rounds, inputs.spec))[size:]
     inputs.embedder.embed_documents(texts[:32])  # warm the worker threads first
-    raw_s: list[float] = []
-    store_s: list[float] = []
+    seconds: dict[str, list[float]] = {"raw": [], "store": []}
     for r in range(rounds):
         batch = texts[r * sample : (r + 1) * sample]  # the same texts for both, new each round
+        work: dict[str, Callable[[], object]] = {
+            "raw": functools.partial(inputs.embedder.embed_documents, batch),
+            "store": functools.partial(store.remember_many, batch, batch_size=256),
+        }
         for side in ("raw", "store") if r % 2 == 0 else ("store", "raw"):
             started = time.perf_counter()
-            if side == "raw":
-                inputs.embedder.embed_documents(batch)
-                raw_s.append(time.perf_counter() - started)
-            else:
-                store.remember_many(batch, batch_size=256)
-                store_s.append(time.perf_counter() - started)
+            work[side]()
+            seconds[side].append(time.perf_counter() - started)
+    raw_s, store_s = seconds["raw"], seconds["store"]
     ratios = [r / s for r, s in zip(raw_s, store_s, strict=True)]
     return {
         "sample": sample,

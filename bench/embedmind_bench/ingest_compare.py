@@ -23,9 +23,10 @@ tree. Each child also reports its store's size on disk after closing and its
 peak RSS, beside the RSS it held before opening the store (the corpus and the
 vectors it loaded).
 
-Expected duration on 2 cores: 100k in 1-2 minutes (4-5 with a baseline);
-1M in 15-30 minutes (the vectors-given load and two raw builds of a million
-vectors).
+Expected duration on 2 cores: 100k in about 1.5 minutes, plus the
+baseline's two loads with ``--baseline``; 1M in 14 minutes on a quiet
+machine (29 on an earlier, slower tree), mostly the vectors-given load and
+two raw builds of a million vectors.
 """
 
 from __future__ import annotations
