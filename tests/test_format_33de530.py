@@ -58,8 +58,8 @@ ORACLE_RECALLS = {name for name, _, kwargs in FIX.RECALLS if FIX._reconstructibl
 """Recalls checked against the new fusion rebuilt from 33de530's own channel rankings."""
 
 CHANGED = {
-    "open/schema_version": "0877b1f (5: memories_by_session), 29ba990 (6: aliases), 7 (compact postings) and 8 "
-    "(the metadata index) migrate it",
+    "open/schema_version": "0877b1f (5: memories_by_session), 29ba990 (6: aliases), 7 (compact postings), 8 "
+    "(the metadata index) and 9 (the fingerprint prefix index) migrate it",
     "reopen/schema_version": "the migrated file stays at the current version",
     "stats": "schema_version is the migrated one; missing_vectors and session_context are new",
     "stats/later": "as stats",

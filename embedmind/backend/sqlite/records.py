@@ -15,6 +15,7 @@ import apsw
 
 from embedmind.backend.sqlite import integrity
 from embedmind.backend.sqlite.connection import fetch_one, insert_json_rows
+from embedmind.backend.sqlite.migrations import FINGERPRINT_KEY, FINGERPRINT_PREFIX
 from embedmind.backend.values import EXPORT_COLUMNS
 from embedmind.drafts import Prepared, decode_metadata
 from embedmind.errors import DamagedRecordError
@@ -407,12 +408,17 @@ def live_count(conn: apsw.Connection) -> int:
 def by_fingerprint(
     conn: apsw.Connection, fingerprint: str, condition: str, params: Sequence[Any]
 ) -> Memory | None:
-    """The oldest memory with this content fingerprint that ``condition`` admits."""
+    """The oldest memory with this content fingerprint that ``condition`` admits.
+
+    One seek of the fingerprint index (SQLite would otherwise walk the
+    namespace in time order), then the whole fingerprint is compared.
+    """
     rows = checked_rows(
         conn,
-        f"SELECT {{columns}} FROM memories m WHERE m.fingerprint = ? AND {condition} "
+        "SELECT {columns} FROM memories m INDEXED BY memories_by_fingerprint "
+        f"WHERE {FINGERPRINT_KEY} = ? AND m.fingerprint = ? AND {condition} "
         "ORDER BY m.created_at, m.key LIMIT 1",
-        (fingerprint, *params),
+        (fingerprint[:FINGERPRINT_PREFIX], fingerprint, *params),
     )
     return to_memory(rows[0]) if rows else None
 

@@ -1,0 +1,93 @@
+"""Migration 9: an exact-twin lookup is one seek of a 48-bit fingerprint prefix index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+import embedmind
+from embedmind import drafts
+from embedmind.backend.sqlite import integrity, migrations
+
+
+def _traced(conn: apsw.Connection, run: Any) -> list[tuple[str, Any]]:
+    """The statements ``run()`` executes on ``conn``, with their bindings."""
+    seen: list[tuple[str, Any]] = []
+
+    def trace(_cursor: Any, sql: str, bindings: Any) -> bool:
+        seen.append((sql, bindings))
+        return True
+
+    conn.exec_trace = trace
+    try:
+        run()
+    finally:
+        conn.exec_trace = None
+    return seen
+
+
+def _fill(store: embedmind.Store, n: int) -> None:
+    store.remember_many(
+        [embedmind.Draft(f"fact number {i}", namespace="n", tier="semantic") for i in range(n)]
+    )
+
+
+@pytest.mark.parametrize("content", ["fact number 77", "a fact never stored"])
+def test_a_twin_lookup_seeks_the_fingerprint_index_not_the_namespace(content: str) -> None:
+    # Without the named index SQLite walked memories_by_namespace in time
+    # order: a lookup with no twin read every memory of the namespace.
+    with embedmind.Store.open(":memory:", embedder=None) as store:
+        _fill(store, 200)
+        with store._db.read() as conn:
+            statements = _traced(conn, lambda: store.find_by_fingerprint("n", "semantic", content))
+            wanted = drafts.fingerprint(content)
+            lookups = [(sql, b) for sql, b in statements if wanted in (b or ())]
+            assert len(lookups) == 1, statements
+            sql, bindings = lookups[0]
+            plan = [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", bindings)]
+        assert "USING INDEX memories_by_fingerprint (<expr>=? AND namespace=?)" in plan[0], plan
+        assert not any("memories_by_namespace" in step for step in plan), plan
+
+
+def test_fingerprints_that_share_the_indexed_prefix_are_told_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = drafts.fingerprint
+
+    def colliding(content: str) -> str:
+        return "0" * migrations.FINGERPRINT_PREFIX + real(content)[migrations.FINGERPRINT_PREFIX :]
+
+    monkeypatch.setattr(drafts, "fingerprint", colliding)
+    monkeypatch.setattr(integrity, "fingerprint", colliding)
+    with embedmind.Store.open(":memory:", embedder=None) as store:
+        first = store.remember("Alice prefers green tea", namespace="n", tier="semantic")
+        second = store.remember("Bob prefers black coffee", namespace="n", tier="semantic")
+        assert first.fingerprint[:12] == second.fingerprint[:12]
+        assert store.find_by_fingerprint("n", "semantic", "BOB prefers black  coffee").id == (
+            second.id
+        )
+        assert store.find_by_fingerprint("n", "semantic", "alice prefers green tea").id == first.id
+        assert store.find_by_fingerprint("n", "semantic", "Carol prefers water") is None
+        again = store.remember("Bob prefers black coffee", namespace="n", dedup="exact")
+        assert again.id == second.id
+
+
+def test_opening_a_version_8_file_replaces_the_index(tmp_path: Path) -> None:
+    path = tmp_path / "old.mind"
+    conn = apsw.Connection(str(path))
+    for migration in migrations.MIGRATIONS[:8]:
+        migration(conn)
+    conn.execute("PRAGMA user_version = 8")
+    conn.close()
+    with embedmind.Store.open(path, embedder=None) as store:
+        assert store.stats().schema_version == migrations.LATEST
+        kept = store.remember("Alice prefers green tea", namespace="n")
+        assert store.find_by_fingerprint("n", kept.tier, "alice prefers GREEN tea").id == kept.id
+        with store._db.read() as conn:
+            (sql,) = conn.execute(
+                "SELECT sql FROM sqlite_master WHERE name = 'memories_by_fingerprint'"
+            ).fetchone()
+    assert migrations.FINGERPRINT_KEY in sql
