@@ -59,7 +59,7 @@ ORACLE_RECALLS = {name for name, _, kwargs in FIX.RECALLS if FIX._reconstructibl
 
 CHANGED = {
     "open/schema_version": "0877b1f (5: memories_by_session), 29ba990 (6: aliases), 7 (compact postings), 8 "
-    "(the metadata index) and 9 (the fingerprint prefix index) migrate it",
+    "(the metadata index), 9 (the fingerprint prefix index) and 10 (partial indexes) migrate it",
     "reopen/schema_version": "the migrated file stays at the current version",
     "stats": "schema_version is the migrated one; missing_vectors and session_context are new",
     "stats/later": "as stats",

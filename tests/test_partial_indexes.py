@@ -1,0 +1,96 @@
+"""Migration 10: a session filter seeks its own index; ``superseded_by IS NULL`` seeks none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+
+import embedmind
+from embedmind.backend.sqlite import migrations
+from embedmind.embedders.hashing import HashingEmbedder
+
+DIMS = 16
+
+
+def _plans(store: embedmind.Store, run: Any) -> list[tuple[str, list[str]]]:
+    """Each statement ``run()`` executes on the store's read connection, with SQLite's plan."""
+    seen: list[tuple[str, Any]] = []
+
+    def trace(_cursor: Any, sql: str, bindings: Any) -> bool:
+        seen.append((sql, bindings))
+        return True
+
+    with store._db.read() as conn:
+        conn.exec_trace = trace
+        try:
+            run()
+        finally:
+            conn.exec_trace = None
+        return [
+            (sql, [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", bindings)])
+            for sql, bindings in seen
+            if sql.lstrip().upper().startswith("SELECT")
+        ]
+
+
+def _store() -> embedmind.Store:
+    store = embedmind.Store.open(":memory:", embedder=HashingEmbedder(DIMS))
+    store.remember_many(
+        [
+            embedmind.Draft(
+                f"note {i} on parks and budgets", session_id="chat" if i % 40 == 0 else None
+            )
+            for i in range(600)
+        ]
+    )
+    return store
+
+
+def test_a_session_filter_without_a_namespace_seeks_the_session_index() -> None:
+    # Before, SQLite read every live memory through memories_by_superseder
+    # (superseded_by IS NULL) to score the session's vectors exactly.
+    with _store() as store:
+        query = np.ones(DIMS, dtype=np.float32)
+        hits: list[Any] = []
+
+        def recall() -> None:
+            hits.extend(store.recall("", mode="vector", vector=query, session_id="chat", k=5).hits)
+
+        plans = _plans(store, recall)
+        assert [h.memory.session_id for h in hits] == ["chat"] * 5
+    scored = [plan for sql, plan in plans if "JOIN vectors v" in sql and "session_id = ?" in sql]
+    assert scored, [sql for sql, _ in plans]
+    for plan in scored:
+        assert "SEARCH m USING INDEX memories_by_session_id (session_id=?)" in plan, plan
+    assert not [plan for _, plan in plans if any("memories_by_superseder" in p for p in plan)]
+
+
+def test_the_supersession_lookup_still_seeks_the_superseder_index() -> None:
+    with _store() as store:
+        old = store.remember("Alice lives in Paris")
+        new = store.remember("Alice lives in Berlin", supersedes=[old.id])
+        lineages: list[Any] = []
+        plans = _plans(store, lambda: lineages.append(store.lineage(new.id)))
+        assert [m.id for m in lineages[0].older] == [old.id]
+    lookups = [plan for sql, plan in plans if "superseded_by = ?" in sql]
+    assert lookups, [sql for sql, _ in plans]
+    for plan in lookups:
+        assert any("USING INDEX memories_by_superseder (superseded_by=?)" in p for p in plan), plan
+
+
+def test_opening_a_version_9_file_makes_the_superseder_index_partial(tmp_path: Path) -> None:
+    path = tmp_path / "old.mind"
+    conn = apsw.Connection(str(path))
+    for migration in migrations.MIGRATIONS[:9]:
+        migration(conn)
+    conn.execute("PRAGMA user_version = 9")
+    conn.close()
+    with embedmind.Store.open(path, embedder=None) as store:
+        assert store.stats().schema_version == migrations.LATEST
+        with store._db.read() as conn:
+            sql = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'"))
+    assert "WHERE superseded_by IS NOT NULL" in sql["memories_by_superseder"]
+    assert "WHERE session_id IS NOT NULL" in sql["memories_by_session_id"]
