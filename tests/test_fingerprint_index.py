@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import apsw
 import pytest
+from query_plans import plan, traced
 
 import embedmind
 from embedmind import drafts
 from embedmind.backend.sqlite import integrity, migrations
-
-
-def _traced(conn: apsw.Connection, run: Any) -> list[tuple[str, Any]]:
-    """The statements ``run()`` executes on ``conn``, with their bindings."""
-    seen: list[tuple[str, Any]] = []
-
-    def trace(_cursor: Any, sql: str, bindings: Any) -> bool:
-        seen.append((sql, bindings))
-        return True
-
-    conn.exec_trace = trace
-    try:
-        run()
-    finally:
-        conn.exec_trace = None
-    return seen
 
 
 def _fill(store: embedmind.Store, n: int) -> None:
@@ -42,14 +26,14 @@ def test_a_twin_lookup_seeks_the_fingerprint_index_not_the_namespace(content: st
     with embedmind.Store.open(":memory:", embedder=None) as store:
         _fill(store, 200)
         with store._db.read() as conn:
-            statements = _traced(conn, lambda: store.find_by_fingerprint("n", "semantic", content))
+            statements = traced(conn, lambda: store.find_by_fingerprint("n", "semantic", content))
             wanted = drafts.fingerprint(content)
             lookups = [(sql, b) for sql, b in statements if wanted in (b or ())]
             assert len(lookups) == 1, statements
             sql, bindings = lookups[0]
-            plan = [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", bindings)]
-        assert "USING INDEX memories_by_fingerprint (<expr>=? AND namespace=?)" in plan[0], plan
-        assert not any("memories_by_namespace" in step for step in plan), plan
+            steps = plan(conn, sql, bindings)
+        assert "USING INDEX memories_by_fingerprint (<expr>=? AND namespace=?)" in steps[0], steps
+        assert not any("memories_by_namespace" in step for step in steps), steps
 
 
 def test_fingerprints_that_share_the_indexed_prefix_are_told_apart(

@@ -7,6 +7,7 @@ from typing import Any
 
 import apsw
 import numpy as np
+from query_plans import plan, traced
 
 import embedmind
 from embedmind.backend.sqlite import migrations
@@ -16,22 +17,11 @@ DIMS = 16
 
 
 def _plans(store: embedmind.Store, run: Any) -> list[tuple[str, list[str]]]:
-    """Each statement ``run()`` executes on the store's read connection, with SQLite's plan."""
-    seen: list[tuple[str, Any]] = []
-
-    def trace(_cursor: Any, sql: str, bindings: Any) -> bool:
-        seen.append((sql, bindings))
-        return True
-
+    """Each SELECT ``run()`` executes on the store's read connection, with SQLite's plan."""
     with store._db.read() as conn:
-        conn.exec_trace = trace
-        try:
-            run()
-        finally:
-            conn.exec_trace = None
         return [
-            (sql, [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", bindings)])
-            for sql, bindings in seen
+            (sql, plan(conn, sql, bindings))
+            for sql, bindings in traced(conn, run)
             if sql.lstrip().upper().startswith("SELECT")
         ]
 
@@ -61,11 +51,11 @@ def test_a_session_filter_without_a_namespace_seeks_the_session_index() -> None:
 
         plans = _plans(store, recall)
         assert [h.memory.session_id for h in hits] == ["chat"] * 5
-    scored = [plan for sql, plan in plans if "JOIN vectors v" in sql and "session_id = ?" in sql]
+    scored = [steps for sql, steps in plans if "JOIN vectors v" in sql and "session_id = ?" in sql]
     assert scored, [sql for sql, _ in plans]
-    for plan in scored:
-        assert "SEARCH m USING INDEX memories_by_session_id (session_id=?)" in plan, plan
-    assert not [plan for _, plan in plans if any("memories_by_superseder" in p for p in plan)]
+    for steps in scored:
+        assert "SEARCH m USING INDEX memories_by_session_id (session_id=?)" in steps, steps
+    assert not [s for _, s in plans if any("memories_by_superseder" in step for step in s)]
 
 
 def test_the_supersession_lookup_still_seeks_the_superseder_index() -> None:
@@ -75,10 +65,12 @@ def test_the_supersession_lookup_still_seeks_the_superseder_index() -> None:
         lineages: list[Any] = []
         plans = _plans(store, lambda: lineages.append(store.lineage(new.id)))
         assert [m.id for m in lineages[0].older] == [old.id]
-    lookups = [plan for sql, plan in plans if "superseded_by = ?" in sql]
+    lookups = [steps for sql, steps in plans if "superseded_by = ?" in sql]
     assert lookups, [sql for sql, _ in plans]
-    for plan in lookups:
-        assert any("USING INDEX memories_by_superseder (superseded_by=?)" in p for p in plan), plan
+    for steps in lookups:
+        assert any("USING INDEX memories_by_superseder (superseded_by=?)" in s for s in steps), (
+            steps
+        )
 
 
 def test_opening_a_version_9_file_makes_the_superseder_index_partial(tmp_path: Path) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any
 
 import apsw
+from query_plans import plan, traced
 
 import embedmind
 from embedmind.backend.sqlite import migrations
@@ -14,22 +14,6 @@ from embedmind.backend.sqlite import session_rows as sessions
 from embedmind.backend.sqlite.session_rows import Place
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-
-
-def _traced(conn: apsw.Connection, run: Any) -> list[tuple[str, Any]]:
-    """The statements ``run()`` executes on ``conn``, with their bindings."""
-    seen: list[tuple[str, Any]] = []
-
-    def trace(_cursor: Any, sql: str, bindings: Any) -> bool:
-        seen.append((sql, bindings))
-        return True
-
-    conn.exec_trace = trace
-    try:
-        run()
-    finally:
-        conn.exec_trace = None
-    return seen
 
 
 def test_each_neighbour_lookup_is_one_seek_of_the_session_index() -> None:
@@ -55,13 +39,13 @@ def test_each_neighbour_lookup_is_one_seek_of_the_session_index() -> None:
                 sessions.indexed_after(conn, low)
                 sessions.indexed_between(conn, low, high)
 
-            statements = _traced(conn, lookups)
+            statements = traced(conn, lookups)
             assert len(statements) == 3
             for sql, bindings in statements:
-                plan = [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", bindings)]
-                assert "memories_by_session" in plan[0], plan
-                assert "created_at" in plan[0], plan  # a range seek, not a session scan
-                assert not any("TEMP B-TREE" in step for step in plan), plan
+                steps = plan(conn, sql, bindings)
+                assert "memories_by_session" in steps[0], steps
+                assert "created_at" in steps[0], steps  # a range seek, not a session scan
+                assert not any("TEMP B-TREE" in step for step in steps), steps
 
 
 def test_opening_a_version_4_file_adds_the_index(tmp_path: Path) -> None:
