@@ -1,4 +1,4 @@
-"""Migration 10: a session filter seeks its own index; ``superseded_by IS NULL`` seeks none."""
+"""Migration 10: a session filter seeks the session index; ``superseded_by IS NULL`` seeks none."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_a_session_filter_without_a_namespace_seeks_the_session_index() -> None:
     scored = [steps for sql, steps in plans if "JOIN vectors v" in sql and "session_id = ?" in sql]
     assert scored, [sql for sql, _ in plans]
     for steps in scored:
-        assert "SEARCH m USING INDEX memories_by_session_id (session_id=?)" in steps, steps
+        assert "SEARCH m USING INDEX memories_by_session (session_id=?)" in steps, steps
     assert not [s for _, s in plans if any("memories_by_superseder" in step for step in s)]
 
 
@@ -85,4 +85,5 @@ def test_opening_a_version_9_file_makes_the_superseder_index_partial(tmp_path: P
         with store._db.read() as conn:
             sql = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'"))
     assert "WHERE superseded_by IS NOT NULL" in sql["memories_by_superseder"]
-    assert "WHERE session_id IS NOT NULL" in sql["memories_by_session_id"]
+    assert "(session_id, namespace, created_at, key)" in sql["memories_by_session"]
+    assert "WHERE session_id IS NOT NULL" in sql["memories_by_session"]

@@ -274,7 +274,7 @@ def m0009_fingerprint_prefix(conn: apsw.Connection) -> None:
 
 
 def m0010_partial_indexes(conn: apsw.Connection) -> None:
-    """Index ``superseded_by`` only where set, and ``session_id`` on its own.
+    """Index ``superseded_by`` and sessions only where set, sessions by ``session_id`` first.
 
     Every read admits only memories with ``superseded_by IS NULL``. SQLite,
     which keeps no statistics here, took that for a selective equality on
@@ -283,15 +283,19 @@ def m0010_partial_indexes(conn: apsw.Connection) -> None:
     that index, so a vector recall within one session scored it by reading
     the whole store (10-11 ms at 100k memories). The superseder index now
     holds only superseded memories (its one look-up, ``superseded_by = ?``,
-    still seeks it), and a session filter seeks ``memories_by_session_id``.
+    still seeks it). ``memories_by_session`` leads with ``session_id`` and
+    holds only memories in a session: a session filter seeks it with or
+    without a namespace, session context's neighbour look-ups seek
+    ``(session_id, namespace)`` then a range of ``created_at`` as before, and
+    a memory outside any session no longer adds an entry.
     """
     conn.execute(
         """
         DROP INDEX memories_by_superseder;
         CREATE INDEX memories_by_superseder ON memories (superseded_by)
             WHERE superseded_by IS NOT NULL;
-        -- IF NOT EXISTS: a file whose version was set back by hand keeps it
-        CREATE INDEX IF NOT EXISTS memories_by_session_id ON memories (session_id, created_at, key)
+        DROP INDEX memories_by_session;
+        CREATE INDEX memories_by_session ON memories (session_id, namespace, created_at, key)
             WHERE session_id IS NOT NULL;
         """
     )
