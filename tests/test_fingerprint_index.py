@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import apsw
 import pytest
 from query_plans import plan, traced
+from schema_files import file_at_version, indexes
 
 import embedmind
 from embedmind import drafts
@@ -60,18 +60,8 @@ def test_fingerprints_that_share_the_indexed_prefix_are_told_apart(
 
 
 def test_opening_a_version_8_file_replaces_the_index(tmp_path: Path) -> None:
-    path = tmp_path / "old.mind"
-    conn = apsw.Connection(str(path))
-    for migration in migrations.MIGRATIONS[:8]:
-        migration(conn)
-    conn.execute("PRAGMA user_version = 8")
-    conn.close()
-    with embedmind.Store.open(path, embedder=None) as store:
+    with embedmind.Store.open(file_at_version(tmp_path / "old.mind", 8), embedder=None) as store:
         assert store.stats().schema_version == migrations.LATEST
         kept = store.remember("Alice prefers green tea", namespace="n")
         assert store.find_by_fingerprint("n", kept.tier, "alice prefers GREEN tea").id == kept.id
-        with store._db.read() as conn:
-            (sql,) = conn.execute(
-                "SELECT sql FROM sqlite_master WHERE name = 'memories_by_fingerprint'"
-            ).fetchone()
-    assert migrations.FINGERPRINT_KEY in sql
+        assert migrations.FINGERPRINT_KEY in indexes(store)["memories_by_fingerprint"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import apsw
 import numpy as np
 from query_plans import plan, traced
+from schema_files import file_at_version, indexes
 
 import embedmind
 from embedmind.backend.sqlite import migrations
@@ -74,16 +74,9 @@ def test_the_supersession_lookup_still_seeks_the_superseder_index() -> None:
 
 
 def test_opening_a_version_9_file_makes_the_superseder_index_partial(tmp_path: Path) -> None:
-    path = tmp_path / "old.mind"
-    conn = apsw.Connection(str(path))
-    for migration in migrations.MIGRATIONS[:9]:
-        migration(conn)
-    conn.execute("PRAGMA user_version = 9")
-    conn.close()
-    with embedmind.Store.open(path, embedder=None) as store:
+    with embedmind.Store.open(file_at_version(tmp_path / "old.mind", 9), embedder=None) as store:
         assert store.stats().schema_version == migrations.LATEST
-        with store._db.read() as conn:
-            sql = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'"))
+        sql = indexes(store)
     assert "WHERE superseded_by IS NOT NULL" in sql["memories_by_superseder"]
     assert "(session_id, namespace, created_at, key)" in sql["memories_by_session"]
     assert "WHERE session_id IS NOT NULL" in sql["memories_by_session"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-import apsw
 from query_plans import plan, traced
+from schema_files import file_at_version, indexes
 
 import embedmind
 from embedmind.backend.sqlite import migrations
@@ -49,14 +49,6 @@ def test_each_neighbour_lookup_is_one_seek_of_the_session_index() -> None:
 
 
 def test_opening_a_version_4_file_adds_the_index(tmp_path: Path) -> None:
-    path = tmp_path / "old.mind"
-    conn = apsw.Connection(str(path))
-    for migration in migrations.MIGRATIONS[:4]:
-        migration(conn)
-    conn.execute("PRAGMA user_version = 4")
-    conn.close()
-    with embedmind.Store.open(path, embedder=None) as store:
+    with embedmind.Store.open(file_at_version(tmp_path / "old.mind", 4), embedder=None) as store:
         assert store.stats().schema_version == migrations.LATEST
-        with store._db.read() as conn:
-            names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    assert "memories_by_session" in names
+        assert "memories_by_session" in indexes(store)
