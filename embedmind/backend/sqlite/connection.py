@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -76,7 +77,7 @@ def _configure(conn: apsw.Connection, synchronous: Synchronous, busy_ms: int) ->
     # Set on every connection: distributions differ in their defaults.
     conn.setbusytimeout(busy_ms)
     conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-    conn.execute("PRAGMA journal_mode = WAL")
+    _into_wal(conn, busy_ms)
     conn.execute(f"PRAGMA synchronous = {synchronous}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA secure_delete = ON")
@@ -85,6 +86,29 @@ def _configure(conn: apsw.Connection, synchronous: Synchronous, busy_ms: int) ->
     conn.execute("PRAGMA cache_size = -32768")
     conn.create_scalar_function(TYPE_ERROR_FUNCTION, raise_type_error, 2, deterministic=False)  # type: ignore[arg-type]
     conn.create_scalar_function(LOWER_FUNCTION, lower, 1, deterministic=True)  # type: ignore[arg-type]
+
+
+WAL_RETRY_PAUSE = 0.005
+"""Seconds between two tries of switching a new file to WAL while another process does."""
+
+
+def _into_wal(conn: apsw.Connection, busy_ms: int) -> None:
+    """Switch the file to WAL, retrying for up to ``busy_ms`` while another connection does.
+
+    When several processes open a new store at once, SQLite can answer the
+    switch with ``SQLITE_BUSY`` at once, without calling the busy handler
+    (a deadlock it avoids while another connection converts the file): 3 of
+    240 opens failed so, four processes opening one new file together.
+    """
+    deadline = time.monotonic() + busy_ms / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_RETRY_PAUSE)
 
 
 def open_connection(path: str, synchronous: Synchronous, busy_ms: int) -> apsw.Connection:
