@@ -125,7 +125,7 @@ class WriteMethods(Facade):
         self,
         drafts_: Iterable[Draft | str | dict[str, Any]],
         *,
-        batch_size: int = 256,
+        batch_size: int | None = None,
         show_progress: bool = False,
         now: _dt.datetime | None = None,
     ) -> list[Memory]:
@@ -138,13 +138,18 @@ class WriteMethods(Facade):
         extends the vector index with a batch while writing its text index, so
         a load that embeds runs at about the embedder's rate. Each batch holds
         the writer lock for its one transaction: another thread's or process's
-        write waits for at most the batch in progress, so the default of 256
-        keeps that wait short (``embedmind bench ingest`` reports it) while a
-        larger batch loads faster and keeps other writers waiting longer.
+        write waits for the batch in progress. By default batches are sized to
+        hold the lock about 0.1 s each (from 256 memories up to 10,000, as the
+        machine and the store allow), so a load runs at nearly the speed of the
+        largest batches while other writers wait about as long as for 256
+        memories (``embedmind bench ingest`` reports that wait). A fixed
+        ``batch_size`` makes the batches, and so what a failed batch rolls
+        back, the same on every run.
 
         Args:
             drafts_: :class:`Draft` objects, plain strings, or dicts of Draft fields.
-            batch_size: Memories per transaction (1-10,000).
+            batch_size: Memories per transaction (1-10,000), or ``None`` to size
+                each batch by the writer-lock time of the ones before it.
             show_progress: Show a progress bar.
             now: The write instant (default: the clock).
 

@@ -64,6 +64,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -151,6 +152,8 @@ class Transaction:
         self.conn: Any = getattr(session, "conn", None)
         """The SQLite session's connection, for the modules that still take one (transitional)."""
         self.records: list[Committed] = []
+        self.held_s = 0.0
+        """Once committed: how long the transaction held the writer lock, to its commit (s)."""
         self.vectors_written = early
         """Inside a bulk block with the vector index in memory: hand it the vectors
         this transaction stores, to be added while the rest is written (step 6)."""
@@ -219,9 +222,11 @@ class CommitPath:
         early = self._early_index()
         try:
             with self._parts.backend.write() as session:
+                began = time.perf_counter()
                 tx = Transaction(session, early)
                 yield tx
                 done = self._before_commit(tx)
+            tx.held_s = time.perf_counter() - began
         except BaseException:
             if early is not None:
                 early.roll_back()

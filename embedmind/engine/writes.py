@@ -27,6 +27,7 @@ from embedmind.checks import is_int
 from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
 from embedmind.engine import apply
+from embedmind.engine.batch_sizes import BatchSizes
 from embedmind.engine.commit import Committed, changed, emit
 from embedmind.engine.state import Engine
 from embedmind.errors import InvalidInputError
@@ -114,7 +115,7 @@ def remember_detailed(engine: Engine, content: str, **kwargs: Any) -> Remembered
     vectors = embedded[0]
     if vectors is not None and engine.embedder is not None:
         similar = _near_duplicates(engine, prepared.namespace, vectors, at)
-    memory = commit_batch(engine, [prepared], embedded)[0]
+    memory = commit_batch(engine, [prepared], embedded)[0][0]
     return Remembered(memory, similar)
 
 
@@ -154,26 +155,29 @@ def remember_many(
     engine: Engine,
     drafts_: Iterable[Draft | str | dict[str, Any]],
     *,
-    batch_size: int = 256,
+    batch_size: int | None = None,
     show_progress: bool = False,
     now: _dt.datetime | None = None,
 ) -> list[Memory]:
-    """Store many memories: one transaction per batch."""
-    if not is_int(batch_size):
-        raise InvalidInputError("batch_size", "expected an int")
-    if not 1 <= batch_size <= MAX_BATCH_SIZE:
-        raise InvalidInputError("batch_size", f"must be within 1-{MAX_BATCH_SIZE}")
+    """Store many memories: one transaction per batch (sized by :mod:`.batch_sizes`)."""
+    if batch_size is not None:
+        if not is_int(batch_size):
+            raise InvalidInputError("batch_size", "expected an int, or None to adapt")
+        if not 1 <= batch_size <= MAX_BATCH_SIZE:
+            raise InvalidInputError("batch_size", f"must be within 1-{MAX_BATCH_SIZE}")
     if isinstance(drafts_, str | bytes) or not isinstance(drafts_, Iterable):
         raise InvalidInputError("drafts", "expected an iterable of drafts")
     at = resolve_now(now)
+    sizes = BatchSizes(batch_size, largest=MAX_BATCH_SIZE)
     with _collector_paused():
         prepared, given = _prepare_all(engine, drafts_, at)
         stored: list[Memory] = []
         bar = tqdm(total=len(prepared), disable=not show_progress, unit="memory")
         with bar, engine.commit.bulk(len(prepared)):
-            starts = list(range(0, len(prepared), batch_size))
-            for batch, embedded in _embedded_batches(engine, prepared, given, starts, batch_size):
-                stored += commit_batch(engine, batch, embedded)
+            for batch, embedded in _embedded_batches(engine, prepared, given, sizes):
+                written, held_s = commit_batch(engine, batch, embedded)
+                sizes.observe(len(batch), held_s)
+                stored += written
                 bar.update(len(batch))
     return stored
 
@@ -255,8 +259,12 @@ def _check_given(engine: Engine, raw: list[object], where: list[int]) -> list[ob
 
 def commit_batch(
     engine: Engine, batch: Sequence[drafts.Prepared], embedded: Sequence[Embedded | None]
-) -> list[Memory]:
-    """Write one batch in one transaction of the commit path."""
+) -> tuple[list[Memory], float]:
+    """Write one batch in one transaction of the commit path.
+
+    Returns:
+        The memories written, and how long the transaction held the writer lock (s).
+    """
     with engine.commit.write() as tx:
         written = apply.apply_batch(tx.session, batch, embedded, tx.vectors_written)
         _warn_if_vectorless(engine, tx.session)
@@ -266,32 +274,43 @@ def commit_batch(
             found = tx.session.records.find_many(closed)
             keys = [found[t].key for t in closed if t in found]
             tx.record(Committed("supersede", updated=changed(tx.session.records, keys)))
-    return written
+    return written, tx.held_s
 
 
 def _embedded_batches(
     engine: Engine,
     prepared: list[drafts.Prepared],
     given: list[object | None],
-    starts: list[int],
-    size: int,
+    sizes: BatchSizes,
 ) -> Iterator[tuple[list[drafts.Prepared], list[Embedded | None]]]:
-    """Yield each batch with its vectors, embedding the next batch meanwhile."""
+    """Yield each batch with its vectors, embedding the next batch meanwhile.
 
-    def embed_from(start: int) -> list[Embedded | None]:
-        return embed(engine, prepared[start : start + size], given[start : start + size])
+    Each batch is cut when its embedding starts, at the size ``sizes`` gives
+    then: with an embedder that is before the batch ahead of it is written.
+    """
 
-    if engine.embedder is None or len(starts) < 2:
-        for start in starts:
-            yield prepared[start : start + size], embed_from(start)
+    def cut(start: int) -> slice:
+        return slice(start, min(start + sizes.next(), len(prepared)))
+
+    def embed_span(span: slice) -> list[Embedded | None]:
+        return embed(engine, prepared[span], given[span])
+
+    if engine.embedder is None or len(prepared) <= sizes.next():  # nothing to overlap
+        span = cut(0)
+        while span.start < len(prepared):
+            yield prepared[span], embed_span(span)
+            span = cut(span.stop)
         return
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedmind-embed") as pool:
-        pending = pool.submit(embed_from, starts[0])
-        for i, start in enumerate(starts):
+        span = cut(0)
+        pending = pool.submit(embed_span, span)
+        while span.start < len(prepared):
             embedded = pending.result()
-            if i + 1 < len(starts):
-                pending = pool.submit(embed_from, starts[i + 1])
-            yield prepared[start : start + size], embedded
+            ahead = cut(span.stop)
+            if ahead.start < len(prepared):
+                pending = pool.submit(embed_span, ahead)
+            yield prepared[span], embedded
+            span = ahead
 
 
 def _warn_if_vectorless(engine: Engine, session: ReadSession) -> None:

@@ -94,7 +94,7 @@ class EmbedmindVectorStore(VectorStore):
             Draft(text, id=memory_id, namespace=target, metadata=meta, vector=vector)
             for text, meta, memory_id, vector in zip(texts, metadatas, final, vectors, strict=True)
         ]
-        self.store.remember_many(drafts, batch_size=kwargs.get("batch_size", 256))
+        self.store.remember_many(drafts, batch_size=kwargs.get("batch_size"))
         return final
 
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:

@@ -119,7 +119,7 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
                     vector=node.get_embedding() if node.embedding is not None else None,
                 )
             )
-        self._store.remember_many(drafts, batch_size=kwargs.get("batch_size", 256))
+        self._store.remember_many(drafts, batch_size=kwargs.get("batch_size"))
         return [node.node_id for node in nodes]
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
