@@ -14,19 +14,24 @@ process (so neither warms the other's caches):
   default thread count and with the store's (more threads than cores): the
   faster is the floor;
 - *text only* (``embedder=None``): the same texts, by both trees;
-- *tantivy*: building a tantivy index of the same texts (when installed).
+- *tantivy*: building a tantivy index of the same texts (when installed);
+- *default batches*: the same texts, text only, in one ``remember_many``
+  call at its default batch size, as an application calls it (by both
+  trees: the loads above pass batches of 10,000).
 
 Ratios: end-to-end seconds (ingest plus first recall) over the raw usearch
 build (target <= 1.5), text-only seconds over tantivy's (target <= 10), the
-first recall over the warm p50 (target <= 2), and the baseline over this
-tree. Each child also reports its store's size on disk after closing and its
-peak RSS, beside the RSS it held before opening the store (the corpus and the
-vectors it loaded).
+first recall over the warm p50 (target <= 2), the default batches' load
+over the batches of 10,000, and the baseline over this tree. Each child
+also reports its store's size on disk after closing and its peak RSS,
+beside the RSS it held before opening the store (the corpus and the vectors
+it loaded).
 
-Expected duration on 2 cores: 100k in about 1.5 minutes, plus the
-baseline's two loads with ``--baseline``; 1M in 14 minutes on a quiet
-machine (29 on an earlier, slower tree), mostly the vectors-given load and
-two raw builds of a million vectors.
+Expected duration on 2 cores: 100k in about 2 minutes, plus the
+baseline's three loads with ``--baseline``; 1M in about 16 minutes on a
+quiet machine (14 before the default-batch load was added; 29 on an
+earlier, slower tree), mostly the vectors-given load and two raw builds of
+a million vectors.
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ BENCH_ROOT = Path(__file__).resolve().parents[1]
 """The directory holding this ``embedmind_bench``, for the children's imports."""
 THIS_TREE = Path(embedmind.__file__).resolve().parents[1]
 """The directory holding the ``embedmind`` this process imports: the tree under test."""
+MODES = ("vectors", "text", "default")
+"""The loads each tree runs per size (see the module docstring), in run order."""
 WARM = 20
 """Warm recalls after the first (the child asks question ``i % queries`` for the i-th)."""
 
@@ -111,12 +118,16 @@ inputs_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # bef
 store = Store.open(store_path, embedder=HashingEmbedder(dims) if dims else None,
                    synchronous="NORMAL")
 seconds = 0.0
-for start in range(0, size, 10_000):
-    end = min(start + 10_000, size)
+calls = [(0, size, None)] if mode == "default" else [
+    (start, min(start + 10_000, size), 10_000) for start in range(0, size, 10_000)]
+for start, end, batch_size in calls:
     drafts = [Draft(texts[i], id=f"d{i}", vector=None if vectors is None else vectors[i])
               for i in range(start, end)]
     began = time.perf_counter()
-    store.remember_many(drafts, batch_size=10_000)
+    if batch_size is None:  # one call at the default batch size, as an application calls it
+        store.remember_many(drafts)
+    else:
+        store.remember_many(drafts, batch_size=batch_size)
     seconds += time.perf_counter() - began
 
 def ask(i):
@@ -224,17 +235,18 @@ def _size(
     """One size: every tree's children, the raw usearch floor and tantivy."""
     vectors = np.load(files["vectors"])[:size]
     texts = list(iter_documents(size, inputs.spec))
-    bar = progress(f"ingest-compare {size_label(size)}", 2 * len(trees) + 2)
+    bar = progress(f"ingest-compare {size_label(size)}", len(MODES) * len(trees) + 2)
     row: dict[str, Any] = {}
-    for mode in ("vectors", "text"):
+    for mode in MODES:
         for name, tree in trees.items():
             row[f"{name}.{mode}"] = _child(tree, mode, size, options.seed, files, workdir)
             bar.update(1)
         if mode == "vectors":
             row.update(_raw_floor(vectors))
-        else:
+            bar.update(1)
+        elif mode == "text":
             row["tantivy_s"] = _tantivy(texts, workdir)
-        bar.update(1)
+            bar.update(1)
     bar.close()
     return row
 
@@ -246,6 +258,7 @@ def _tree_ratios(row: dict[str, Any], tree: str) -> dict[str, float | None]:
         "vectors.end_to_end/raw_usearch": vectors["end_to_end_s"] / row["raw_usearch_s"],
         "first_recall/warm_p50": vectors["first_recall_s"] / vectors["warm_p50_s"],
         "text.ingest/tantivy": text["ingest_s"] / tantivy if tantivy else None,
+        "default.ingest/text.ingest": row[f"{tree}.default"]["ingest_s"] / text["ingest_s"],
     }
 
 
@@ -253,7 +266,7 @@ def _ratios(row: dict[str, Any]) -> dict[str, float | None]:
     """This tree's ratios, and with a baseline, the baseline's over this tree's and the floor."""
     ratios = _tree_ratios(row, "this")
     if "baseline.vectors" in row:
-        for mode in ("vectors", "text"):
+        for mode in MODES:
             ratios[f"{mode}.end_to_end.baseline/this"] = (
                 row[f"baseline.{mode}"]["end_to_end_s"] / row[f"this.{mode}"]["end_to_end_s"]
             )
@@ -267,7 +280,8 @@ def _table(figures: dict[str, Any], trees: dict[str, Path]) -> Table:
     table = Table(
         "bulk ingest beside a raw usearch build and tantivy (each engine in its own process)",
         ["size", "tree", "vectors: end to end s", "÷ raw usearch", "first ÷ warm p50",
-         "text only s", "÷ tantivy", "disk MB (vectors)", "peak RSS MB (vectors)"],
+         "text only s", "÷ tantivy", "default batches s", "÷ text only", "disk MB (vectors)",
+         "peak RSS MB (vectors)"],
     )  # fmt: skip
     for label, row in figures.items():
         for name in trees:
@@ -280,6 +294,8 @@ def _table(figures: dict[str, Any], trees: dict[str, Path]) -> Table:
                 fmt(ratios["first_recall/warm_p50"], ".2f"),
                 fmt(row[f"{name}.text"]["ingest_s"], ".2f"),
                 fmt(ratios["text.ingest/tantivy"], ".2f"),
+                fmt(row[f"{name}.default"]["ingest_s"], ".2f"),
+                fmt(ratios["default.ingest/text.ingest"], ".2f"),
                 fmt(vec["disk_mb"], ",.0f"),
                 fmt(vec["peak_rss_mb"], ",.0f"),
             )

@@ -376,8 +376,9 @@ def test_ingest_compare_ratios_name_each_side() -> None:
                 "warm_p50_s": 0.002, "disk_mb": 1.0, "peak_rss_mb": 2.0}  # fmt: skip
 
     row = {"this.vectors": child(30.0, 29.0), "this.text": child(4.0, 4.0),
+           "this.default": child(6.0, 6.0),
            "baseline.vectors": child(45.0, 44.0), "baseline.text": child(5.0, 5.0),
-           "raw_usearch_s": 20.0, "raw_usearch_per_core_s": 21.0, "tantivy_s": 0.5,
+           "baseline.default": child(17.5, 17.5), "raw_usearch_s": 20.0, "raw_usearch_per_core_s": 21.0, "tantivy_s": 0.5,
            f"raw_usearch_{ingest_compare.ADD_THREADS}_threads_s": 20.0}  # fmt: skip
     ratios = ingest_compare._ratios(row)
     assert ratios["vectors.end_to_end/raw_usearch"] == 1.5
@@ -385,6 +386,8 @@ def test_ingest_compare_ratios_name_each_side() -> None:
     assert ratios["first_recall/warm_p50"] == pytest.approx(3.0)
     assert ratios["vectors.end_to_end.baseline/this"] == 1.5
     assert ratios["text.end_to_end.baseline/this"] == 1.25
+    assert ratios["default.ingest/text.ingest"] == 1.5
+    assert ratios["default.end_to_end.baseline/this"] == pytest.approx(17.5 / 6.0)
     assert ratios["vectors.baseline_end_to_end/raw_usearch"] == 2.25
     row["tantivy_s"] = None
     assert ingest_compare._ratios(row)["text.ingest/tantivy"] is None
@@ -392,5 +395,5 @@ def test_ingest_compare_ratios_name_each_side() -> None:
     row["tantivy_s"] = 0.5
     rendered = ingest_compare._table({"100k": row}, trees).render()
     assert rendered.count("100k") >= 2 and "baseline" in rendered and "21.00 s" in rendered
-    for cell in ("1.50", "2.25", "8.00", "10.00"):  # each tree's ratios over the floors
+    for cell in ("1.50", "2.25", "8.00", "10.00", "3.50"):  # each tree's ratios over the floors
         assert cell in rendered, cell
