@@ -12,7 +12,7 @@ The per-store switch lives in ``meta`` under :data:`SWITCH`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -65,26 +65,36 @@ def places(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, Place]:
 _INDEXED = "EXISTS (SELECT 1 FROM lex_docs AS d WHERE d.key = m.key)"
 
 
-def indexed_before(conn: apsw.Connection, place: Place) -> int | None:
-    """The indexed memory just before ``place`` in its dialog."""
-    row = conn.execute(
-        "SELECT m.key FROM memories AS m WHERE m.namespace = ? AND m.session_id = ? "
-        f"AND (m.created_at, m.key) < (?, ?) AND {_INDEXED} "
-        "ORDER BY m.created_at DESC, m.key DESC LIMIT 1",
-        (place.namespace, place.session_id, place.created_at, place.key),
-    ).fetchone()
-    return None if row is None else int(row[0])
+def indexed_neighbours(
+    conn: apsw.Connection, spans: Sequence[tuple[Place, Place]]
+) -> list[tuple[int | None, int | None]]:
+    """Per ``(low, high)`` of one dialog: the indexed memories just before and just after them.
 
-
-def indexed_after(conn: apsw.Connection, place: Place) -> int | None:
-    """The indexed memory just after ``place`` in its dialog."""
-    row = conn.execute(
-        "SELECT m.key FROM memories AS m WHERE m.namespace = ? AND m.session_id = ? "
-        f"AND (m.created_at, m.key) > (?, ?) AND {_INDEXED} "
-        "ORDER BY m.created_at, m.key LIMIT 1",
-        (place.namespace, place.session_id, place.created_at, place.key),
-    ).fetchone()
-    return None if row is None else int(row[0])
+    One statement for a whole batch's dialogs: a load where every memory
+    opens its own session has as many dialogs as memories, and a statement
+    per lookup cost more than the two seeks it runs.
+    """
+    if not spans:
+        return []
+    sql = (
+        "SELECT j.key, "
+        "(SELECT m.key FROM memories AS m WHERE m.namespace = j.value ->> 0 "
+        "AND m.session_id = j.value ->> 1 AND (m.created_at, m.key) < (j.value ->> 2, "
+        f"j.value ->> 3) AND {_INDEXED} ORDER BY m.created_at DESC, m.key DESC LIMIT 1), "
+        "(SELECT m.key FROM memories AS m WHERE m.namespace = j.value ->> 0 "
+        "AND m.session_id = j.value ->> 1 AND (m.created_at, m.key) > (j.value ->> 4, "
+        f"j.value ->> 5) AND {_INDEXED} ORDER BY m.created_at, m.key LIMIT 1) "
+        "FROM json_each(?) AS j"
+    )
+    rows = [
+        [low.namespace, low.session_id, low.created_at, low.key, high.created_at, high.key]
+        for low, high in spans
+    ]
+    found: dict[int, tuple[int | None, int | None]] = {
+        int(i): (None if before is None else int(before), None if after is None else int(after))
+        for i, before, after in conn.execute(sql, (json.dumps(rows),))
+    }
+    return [found[i] for i in range(len(rows))]
 
 
 def indexed_between(conn: apsw.Connection, low: Place, high: Place) -> list[Place]:

@@ -24,7 +24,7 @@ rebuild from scratch (``tests/test_session_context.py`` checks it).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import dataclass
 
 import apsw
@@ -68,8 +68,10 @@ def plan_add(
     texts = dict(docs)
     places = session_rows.places(conn, texts)
     links: dict[int, Links] = {}
-    for dialog in _by_dialog(places.values()):
-        links.update(_dialog_links(conn, dialog, set(texts), stored))
+    dialogs = _by_dialog(places.values())
+    ends = session_rows.indexed_neighbours(conn, [(dialog[0], dialog[-1]) for dialog in dialogs])
+    for dialog, around in zip(dialogs, ends, strict=True):
+        links.update(_dialog_links(conn, dialog, around, texts.keys(), stored))
     own = {key: fields_ for (key, _), fields_ in zip(docs, analysed, strict=True)}
     needed = {o for pair in links.values() for o in pair if o is not None} | links.keys()
     for key, text in session_rows.contents(conn, needed - own.keys()).items():
@@ -124,16 +126,15 @@ def _by_dialog(places: Iterable[Place]) -> list[list[Place]]:
 
 
 def _dialog_links(
-    conn: apsw.Connection, batch: list[Place], new: set[int], stored: StoredLinks
+    conn: apsw.Connection, batch: list[Place], ends: Links, new: Set[int], stored: StoredLinks
 ) -> dict[int, Links]:
-    """Links of the batch's documents of one dialog and of the indexed ones beside them."""
+    """Links of the batch's documents of one dialog and of the indexed ones beside them.
+
+    ``ends`` are the indexed documents just before the batch's first and after its last.
+    """
     low, high = batch[0], batch[-1]
     inside = session_rows.indexed_between(conn, low, high) if len(batch) > 1 else []
-    chain: list[int | None] = [
-        session_rows.indexed_before(conn, low),
-        *(p.key for p in sorted([*batch, *inside])),
-        session_rows.indexed_after(conn, high),
-    ]
+    chain: list[int | None] = [ends[0], *(p.key for p in sorted([*batch, *inside])), ends[1]]
     out: dict[int, Links] = {}
     for i in range(1, len(chain) - 1):
         key, previous, following = chain[i], chain[i - 1], chain[i + 1]
