@@ -27,11 +27,12 @@ also reports its store's size on disk after closing and its peak RSS,
 beside the RSS it held before opening the store (the corpus and the vectors
 it loaded).
 
-Expected duration on 2 cores: 100k in about 2 minutes, plus the
-baseline's three loads with ``--baseline``; 1M in about 16 minutes on a
-quiet machine (14 before the default-batch load was added; 29 on an
-earlier, slower tree), mostly the vectors-given load and two raw builds of
-a million vectors.
+Expected duration on 2 cores: 100k in about 1.5 minutes before the
+default-batch load was added, plus the baseline's loads with ``--baseline``
+(100k with a baseline and the default-batch loads: 5.8 minutes on a slow
+day); 1M in 14 minutes on a quiet machine before the default-batch load
+(29 on an earlier, slower tree), mostly the vectors-given load and two raw
+builds of a million vectors.
 """
 
 from __future__ import annotations
