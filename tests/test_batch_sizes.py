@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import embedmind
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.engine import apply, batch_sizes, writes
-from embedmind.engine.batch_sizes import FIRST, MAX_STEP, SMALLEST, TARGET_HOLD_S, BatchSizes
+from embedmind.engine.batch_sizes import FIRST, MAX_STEP, TARGET_HOLD_S, BatchSizes
 from embedmind.errors import InvalidInputError
 
 LARGEST = writes.MAX_BATCH_SIZE
@@ -39,13 +39,13 @@ def test_an_adaptive_size_moves_towards_the_target_in_bounded_steps(
     for size, held in observed:
         sizes.observe(size, held)
         new = sizes.next()
-        assert SMALLEST <= new <= LARGEST
-        low, high = max(SMALLEST, int(size / MAX_STEP)), min(LARGEST, int(size * MAX_STEP))
-        assert low <= new <= max(high, SMALLEST), (size, held, new)
+        assert FIRST <= new <= LARGEST
+        low, high = max(FIRST, int(size / MAX_STEP)), min(LARGEST, int(size * MAX_STEP))
+        assert low <= new <= max(high, FIRST), (size, held, new)
         if held < TARGET_HOLD_S:  # a short hold never shrinks the next batch
             assert new >= min(size, LARGEST)
         elif held > TARGET_HOLD_S:  # a long one never grows it
-            assert new <= max(size, SMALLEST)
+            assert new <= max(size, FIRST)
 
 
 @given(st.integers(1, LARGEST), st.lists(st.floats(0, 60, allow_nan=False), max_size=10))
@@ -89,13 +89,27 @@ def test_batches_grow_while_their_commits_are_quick(
 
 
 @pytest.mark.parametrize("embedder", [None, HashingEmbedder(16)], ids=["text", "embedding"])
-def test_batches_shrink_to_the_smallest_while_their_commits_are_slow(
+def test_batches_stay_at_the_first_size_while_their_commits_are_slow(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any
 ) -> None:
-    seen = _batches(tmp_path, monkeypatch, 1e-9, embedder=embedder, n=1_200)
-    assert seen[0] == FIRST
-    assert all(b >= a for a, b in zip(seen[1:], seen[:-1], strict=False))  # never grow
-    assert seen[-2] == SMALLEST and sum(seen) == 1_200
+    seen = _batches(tmp_path, monkeypatch, 1e-9, embedder=embedder, n=1_000)
+    assert seen == [FIRST, FIRST, FIRST, 1_000 - 3 * FIRST]
+
+
+def test_one_slow_commit_halves_the_next_batch_and_no_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Holds as measured: quick ones while the batches grow to 4,096, then one that
+    # took four times the target (a checkpoint ran), then quick ones again.
+    holds = iter([0.0] * 4 + [4 * TARGET_HOLD_S] + [0.0] * 10)
+    observe = BatchSizes.observe
+
+    def scripted(self: BatchSizes, size: int, held_s: float) -> None:
+        observe(self, size, next(holds))
+
+    monkeypatch.setattr(BatchSizes, "observe", scripted)
+    seen = _batches(tmp_path, monkeypatch, TARGET_HOLD_S, embedder=None, n=12_000)
+    assert seen == [256, 512, 1_024, 2_048, 4_096, 2_048, 2_016]
 
 
 def test_the_hold_is_the_transactions_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

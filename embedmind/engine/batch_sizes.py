@@ -11,22 +11,24 @@ With no ``batch_size`` given, batches are sized by the time they hold the
 lock instead: the first is :data:`FIRST` memories, and each next one is the
 last one scaled by how far its hold fell short of (or went past)
 :data:`TARGET_HOLD_S`, by at most :data:`MAX_STEP` either way, between
-:data:`SMALLEST` and the largest batch. A batch's cost grows more slowly
-than its size (the same terms recur), so growing by the ratio does not
-overshoot the target on the same store; a slower machine, a busier disk,
-longer texts or a larger store get smaller batches, so another writer waits
-about the target whatever the memories are (a fixed count bounds the wait by
-nothing: 256 long documents hold the lock far longer than 256 chat turns).
-The bounded step keeps one slow commit (a WAL checkpoint runs under the lock
-every 64 MB) from collapsing the batches that follow.
+:data:`FIRST` and the largest batch. A batch's cost grows more slowly than
+its size (the same terms recur), so growing by the ratio does not overshoot
+the target on the same store; a slower machine, a busier disk or a larger
+store get smaller batches. The bounded step keeps one slow commit (a WAL
+checkpoint runs under the lock every 64 MB) from undoing the growth.
+
+Never below :data:`FIRST`, the fixed size this replaces: a batch also pays a
+fixed cost (its commit, the last blocks of its terms), so shrinking a batch
+whose hold is mostly that cost would shorten the hold little and make every
+memory dearer, batch after batch. So a load pays at most the cost per
+memory of batches of 256, and another writer waits about the larger of the
+target and one batch of 256.
 """
 
 from __future__ import annotations
 
 FIRST = 256
-"""The first batch of an adaptive load."""
-SMALLEST = 32
-"""The smallest adaptive batch: a batch also pays a fixed cost (its commit, its terms' blocks)."""
+"""The first batch of an adaptive load, and the smallest."""
 TARGET_HOLD_S = 0.25
 """The writer-lock hold each adaptive batch aims for (seconds): half of 500 ms, the p99
 wait ``embedmind bench ingest`` holds another writer to, which also covers its own write."""
@@ -51,9 +53,12 @@ class BatchSizes:
         >>> sizes.observe(512, held_s=0.4)  # over the target: in proportion
         >>> sizes.next()
         320
-        >>> sizes.observe(320, held_s=5.0)  # a checkpoint ran: halves, no more
+        >>> sizes.observe(1_000, held_s=5.0)  # a checkpoint ran: halves, no more
         >>> sizes.next()
-        160
+        500
+        >>> sizes.observe(500, held_s=5.0)  # never below the first size
+        >>> sizes.next()
+        256
     """
 
     def __init__(self, fixed: int | None, *, largest: int) -> None:
@@ -71,4 +76,4 @@ class BatchSizes:
             return
         scale = MAX_STEP if held_s <= 0 else TARGET_HOLD_S / held_s
         scale = min(MAX_STEP, max(1 / MAX_STEP, scale))
-        self._size = max(min(SMALLEST, self._largest), min(self._largest, int(size * scale)))
+        self._size = max(min(FIRST, self._largest), min(self._largest, int(size * scale)))
