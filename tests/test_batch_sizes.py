@@ -14,10 +14,8 @@ from hypothesis import strategies as st
 import embedmind
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.engine import apply, batch_sizes, writes
-from embedmind.engine.batch_sizes import FIRST, MAX_STEP, TARGET_HOLD_S, BatchSizes
+from embedmind.engine.batch_sizes import FIRST, LARGEST, MAX_STEP, TARGET_HOLD_S, BatchSizes
 from embedmind.errors import InvalidInputError
-
-LARGEST = writes.MAX_BATCH_SIZE
 
 
 def test_the_examples_hold() -> None:
@@ -34,7 +32,7 @@ def test_the_examples_hold() -> None:
 def test_an_adaptive_size_moves_towards_the_target_in_bounded_steps(
     observed: list[tuple[int, float]],
 ) -> None:
-    sizes = BatchSizes(None, largest=LARGEST)
+    sizes = BatchSizes(None)
     assert sizes.next() == FIRST
     for size, held in observed:
         sizes.observe(size, held)
@@ -50,7 +48,7 @@ def test_an_adaptive_size_moves_towards_the_target_in_bounded_steps(
 
 @given(st.integers(1, LARGEST), st.lists(st.floats(0, 60, allow_nan=False), max_size=10))
 def test_a_fixed_size_ignores_the_holds(fixed: int, holds: list[float]) -> None:
-    sizes = BatchSizes(fixed, largest=LARGEST)
+    sizes = BatchSizes(fixed)
     for held in holds:
         sizes.observe(fixed, held)
         assert sizes.next() == fixed
@@ -141,6 +139,8 @@ def test_the_hold_is_the_transactions_time(tmp_path: Path, monkeypatch: pytest.M
 @pytest.mark.parametrize("bad", [0, LARGEST + 1, "256", 2.0, True])
 def test_a_bad_batch_size_is_refused_and_writes_nothing(tmp_path: Path, bad: object) -> None:
     with embedmind.Store.open(tmp_path / "s.mind", embedder=None) as store:
-        with pytest.raises(InvalidInputError, match=r"^batch_size: "):
+        with pytest.raises(
+            InvalidInputError, match=r"^batch_size: expected an int within 1-10,000$"
+        ):
             store.remember_many(["one", "two"], batch_size=bad)  # type: ignore[arg-type]
         assert store.stats().live == 0

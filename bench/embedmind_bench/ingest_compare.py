@@ -125,8 +125,8 @@ for start, end, batch_size in calls:
     drafts = [Draft(texts[i], id=f"d{i}", vector=None if vectors is None else vectors[i])
               for i in range(start, end)]
     began = time.perf_counter()
-    if batch_size is None:  # one call at the default batch size, as an application calls it
-        store.remember_many(drafts)
+    if batch_size is None:  # the default, as an application calls it (an older tree
+        store.remember_many(drafts)  # refuses batch_size=None: not passed at all)
     else:
         store.remember_many(drafts, batch_size=batch_size)
     seconds += time.perf_counter() - began

@@ -378,7 +378,8 @@ def test_ingest_compare_ratios_name_each_side() -> None:
     row = {"this.vectors": child(30.0, 29.0), "this.text": child(4.0, 4.0),
            "this.default": child(6.0, 6.0),
            "baseline.vectors": child(45.0, 44.0), "baseline.text": child(5.0, 5.0),
-           "baseline.default": child(17.5, 17.5), "raw_usearch_s": 20.0, "raw_usearch_per_core_s": 21.0, "tantivy_s": 0.5,
+           "baseline.default": child(17.5, 17.5),
+           "raw_usearch_s": 20.0, "raw_usearch_per_core_s": 21.0, "tantivy_s": 0.5,
            f"raw_usearch_{ingest_compare.ADD_THREADS}_threads_s": 20.0}  # fmt: skip
     ratios = ingest_compare._ratios(row)
     assert ratios["vectors.end_to_end/raw_usearch"] == 1.5

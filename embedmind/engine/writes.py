@@ -23,11 +23,10 @@ from tqdm.auto import tqdm
 from embedmind import batch_drafts, drafts
 from embedmind.backend import readers
 from embedmind.backend.protocol import ReadSession
-from embedmind.checks import is_int
+from embedmind.checks import an_int
 from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
-from embedmind.engine import apply
-from embedmind.engine.batch_sizes import BatchSizes
+from embedmind.engine import apply, batch_sizes
 from embedmind.engine.commit import Committed, changed, emit
 from embedmind.engine.state import Engine
 from embedmind.errors import InvalidInputError
@@ -48,7 +47,6 @@ of unrelated pairs flagged. The hint informs and never blocks, so a rare
 false alarm is the cheap side of the trade."""
 NEAR_DUP_LIMIT = 5
 NEAR_DUP_SNIPPET = 160
-MAX_BATCH_SIZE = 10_000
 MAX_DRAFTS = 10_000_000
 YIELD_EVERY = 50
 """Drafts :func:`_prepare_all` validates between two sleeps of :data:`YIELD_SECONDS`
@@ -115,8 +113,8 @@ def remember_detailed(engine: Engine, content: str, **kwargs: Any) -> Remembered
     vectors = embedded[0]
     if vectors is not None and engine.embedder is not None:
         similar = _near_duplicates(engine, prepared.namespace, vectors, at)
-    memory = commit_batch(engine, [prepared], embedded)[0][0]
-    return Remembered(memory, similar)
+    written, _ = commit_batch(engine, [prepared], embedded)
+    return Remembered(written[0], similar)
 
 
 def _near_duplicates(
@@ -161,14 +159,11 @@ def remember_many(
 ) -> list[Memory]:
     """Store many memories: one transaction per batch (sized by :mod:`.batch_sizes`)."""
     if batch_size is not None:
-        if not is_int(batch_size):
-            raise InvalidInputError("batch_size", "expected an int, or None to adapt")
-        if not 1 <= batch_size <= MAX_BATCH_SIZE:
-            raise InvalidInputError("batch_size", f"must be within 1-{MAX_BATCH_SIZE}")
+        an_int(batch_size, "batch_size", low=1, high=batch_sizes.LARGEST)
     if isinstance(drafts_, str | bytes) or not isinstance(drafts_, Iterable):
         raise InvalidInputError("drafts", "expected an iterable of drafts")
     at = resolve_now(now)
-    sizes = BatchSizes(batch_size, largest=MAX_BATCH_SIZE)
+    sizes = batch_sizes.BatchSizes(batch_size)
     with _collector_paused():
         prepared, given = _prepare_all(engine, drafts_, at)
         stored: list[Memory] = []
@@ -281,7 +276,7 @@ def _embedded_batches(
     engine: Engine,
     prepared: list[drafts.Prepared],
     given: list[object | None],
-    sizes: BatchSizes,
+    sizes: batch_sizes.BatchSizes,
 ) -> Iterator[tuple[list[drafts.Prepared], list[Embedded | None]]]:
     """Yield each batch with its vectors, embedding the next batch meanwhile.
 

@@ -65,6 +65,25 @@ def places(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, Place]:
 _INDEXED = "EXISTS (SELECT 1 FROM lex_docs AS d WHERE d.key = m.key)"
 
 
+def _nearest(side: str, at: int, order: str) -> str:
+    """The indexed memory of a ``json_each`` row's dialog nearest its place ``at``, on ``side``.
+
+    The row is ``[namespace, session_id, created_at, key, created_at, key]``;
+    ``at`` is where the place's ``created_at`` sits in it, its key next.
+    """
+    return (
+        "(SELECT m.key FROM memories AS m WHERE m.namespace = j.value ->> 0 "
+        f"AND m.session_id = j.value ->> 1 AND (m.created_at, m.key) {side} "
+        f"(j.value ->> {at}, j.value ->> {at + 1}) AND {_INDEXED} "
+        f"ORDER BY m.created_at {order}, m.key {order} LIMIT 1)"
+    )
+
+
+_NEIGHBOURS = (
+    f"SELECT j.key, {_nearest('<', 2, 'DESC')}, {_nearest('>', 4, 'ASC')} FROM json_each(?) AS j"
+)
+
+
 def indexed_neighbours(
     conn: apsw.Connection, spans: Sequence[tuple[Place, Place]]
 ) -> list[tuple[int | None, int | None]]:
@@ -76,23 +95,13 @@ def indexed_neighbours(
     """
     if not spans:
         return []
-    sql = (
-        "SELECT j.key, "
-        "(SELECT m.key FROM memories AS m WHERE m.namespace = j.value ->> 0 "
-        "AND m.session_id = j.value ->> 1 AND (m.created_at, m.key) < (j.value ->> 2, "
-        f"j.value ->> 3) AND {_INDEXED} ORDER BY m.created_at DESC, m.key DESC LIMIT 1), "
-        "(SELECT m.key FROM memories AS m WHERE m.namespace = j.value ->> 0 "
-        "AND m.session_id = j.value ->> 1 AND (m.created_at, m.key) > (j.value ->> 4, "
-        f"j.value ->> 5) AND {_INDEXED} ORDER BY m.created_at, m.key LIMIT 1) "
-        "FROM json_each(?) AS j"
-    )
     rows = [
         [low.namespace, low.session_id, low.created_at, low.key, high.created_at, high.key]
         for low, high in spans
     ]
     found: dict[int, tuple[int | None, int | None]] = {
         int(i): (None if before is None else int(before), None if after is None else int(after))
-        for i, before, after in conn.execute(sql, (json.dumps(rows),))
+        for i, before, after in conn.execute(_NEIGHBOURS, (json.dumps(rows),))
     }
     return [found[i] for i in range(len(rows))]
 
