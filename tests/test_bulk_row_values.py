@@ -7,11 +7,14 @@ one by one. Every column must come back equal and of the same type: text
 with NUL and control characters, integers near the 64-bit limits, reals of
 every magnitude (a real parsed one ulp off, or an integer column turned into
 a real, fails). Tiny chunks split a batch over several statements, whose keys
-must still name the right rows.
+must still name the right rows. A column every row of a statement shares
+is bound once instead: each field is shared by the whole batch in some
+examples, so both ways carry every kind of value.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -55,7 +58,13 @@ def drafts(draw: st.DrawFn) -> list[Draft]:
                 agent=draw(st.sampled_from(["", "planner"])),
             )
         )
-    return out
+    shared = draw(st.sets(st.sampled_from(_SHAREABLE)))
+    first = {name: getattr(out[0], name) for name in shared}
+    return [dataclasses.replace(draft, **first) for draft in out]
+
+
+_SHAREABLE = ("content", "metadata", "tags", "confidence", "created_at", "session_id", "agent")
+"""Draft fields a batch may hold the same value of in every draft (ids stay distinct)."""
 
 
 @given(drafts(), st.sampled_from([1, 25, records.JSON_CHUNK_CHARS]))
@@ -80,3 +89,13 @@ def test_each_row_of_a_batch_holds_the_values_validation_produced(
         assert rows[draft.id] == expected
         assert [type(v) for v in rows[draft.id]] == [type(v) for v in expected]
     assert tags == sorted((d.id, tag) for d in batch for tag in d.tags)
+
+
+def test_a_column_is_bound_once_only_when_every_row_holds_its_first_value_and_type() -> None:
+    assert records._shared(("default",) * 3)
+    assert records._shared((None, None))
+    assert not records._shared(("a", "a", "b"))
+    assert not records._shared((None, 0))
+    # Python's 1 == 1.0 == True; SQLite stores them as an integer, a real and an integer.
+    assert not records._shared((1, 1.0))
+    assert not records._shared((1, True))
