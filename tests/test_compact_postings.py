@@ -115,9 +115,11 @@ def test_appending_to_blocks_writes_the_bytes_of_encoding_them_whole(
         shift = int(old.keys[-1]) + 1 - int(new.keys[0])
         olds.append(old)
         news.append(Postings(new.keys + shift, new.tfs, new.lengths))
+    data = [blocks.encode(old) for old in olds]
     appended = blocks.appended_many(
-        [blocks.encode(old) for old in olds],
+        data,
         [len(old) for old in olds],
+        blocks.heads_of(data, [len(old) for old in olds]),
         np.asarray([int(old.keys[-1]) for old in olds], dtype=np.int64),
         np.concatenate([new.keys for new in news]),
         np.concatenate([new.tfs for new in news]).astype(np.int64),

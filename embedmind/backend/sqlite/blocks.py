@@ -191,6 +191,7 @@ def encode_many(
 def appended_many(
     blobs: Sequence[bytes],
     counts: Sequence[int],
+    heads: Sequence[Head],
     last_keys: npt.NDArray[np.int64],
     keys: npt.NDArray[np.int64],
     tfs: npt.NDArray[np.int64],
@@ -199,7 +200,8 @@ def appended_many(
 ) -> list[bytes | None]:
     """:func:`encode` of each block of ``blobs`` with new postings after its own, from its bytes.
 
-    Block ``i`` (``counts[i]`` postings, the last keyed ``last_keys[i]``) gets
+    Block ``i`` (``counts[i]`` postings, :func:`heads_of` ``heads[i]``, the
+    last keyed ``last_keys[i]``) gets
     the next ``runs[i]`` (at least one) of ``keys``, ``tfs`` and ``lengths``,
     all keyed above its own. Where every new gap, tf and length fits the
     block's section widths, the whole block keeps those widths, so its
@@ -207,7 +209,6 @@ def appended_many(
     postings are neither decoded nor encoded again. ``None`` for a block
     where a new value needs a wider section (encode the whole block then).
     """
-    heads = [_head(data, count) for data, count in zip(blobs, counts, strict=True)]
     gap_w, tf_w, len_w = (np.asarray([h[i] for h in heads], dtype=np.int64) for i in (2, 3, 4))
     starts = np.cumsum(runs) - runs
     b = np.repeat(np.arange(len(runs)), runs)  # each new posting's block
@@ -311,7 +312,7 @@ def decode_many(blobs: Sequence[bytes], counts: Sequence[int]) -> Postings:
     """
     if not blobs:
         return make([], [], [])
-    heads = [_head(data, count) for data, count in zip(blobs, counts, strict=True)]
+    heads = heads_of(blobs, counts)
     sizes = np.asarray(counts, dtype=np.int64)
     firsts = np.asarray([head[0] for head in heads], dtype=np.uint64)
     gap_runs: list[tuple[int, bytes]] = []
@@ -340,20 +341,23 @@ def decode_many(blobs: Sequence[bytes], counts: Sequence[int]) -> Postings:
     return Postings(keys.astype(np.int64), tfs.astype(np.uint16), lengths.astype(np.uint32))
 
 
-def last_keys(blobs: Sequence[bytes], counts: Sequence[int]) -> npt.NDArray[np.int64]:
+def last_keys(
+    blobs: Sequence[bytes], counts: Sequence[int], parsed: Sequence[Head] | None = None
+) -> npt.NDArray[np.int64]:
     """The largest key of each block, without decoding its postings.
 
     A bulk write appends to each term's last block and needs only that
     block's last key (``first`` plus its gaps): its tfs and lengths are not
     read, and its gaps are summed, not accumulated. The same checks of the
-    header, the size and the key range as :func:`decode`.
+    header, the size and the key range as :func:`decode`. ``parsed``: the
+    blocks' :func:`heads_of`, when the caller has them already.
 
     Raises:
         StorageError: When a block is not what :func:`decode` accepts.
     """
     if not blobs:
         return np.empty(0, dtype=np.int64)
-    heads = [_head(data, count) for data, count in zip(blobs, counts, strict=True)]
+    heads = heads_of(blobs, counts) if parsed is None else parsed
     firsts = np.asarray([head[0] for head in heads], dtype=np.uint64)
     runs = [
         (gw, data[at : at + gw * (count - 1)])
@@ -386,7 +390,20 @@ def _read(runs: list[tuple[int, bytes]]) -> npt.NDArray[np.uint64]:
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
-def _head(data: bytes, count: int) -> tuple[int, int, int, int, int]:
+Head = tuple[int, int, int, int, int]
+"""A block's ``(first key, where its gaps start, gap, tf and length widths)``."""
+
+
+def heads_of(blobs: Sequence[bytes], counts: Sequence[int]) -> list[Head]:
+    """The :data:`Head` of each block, checked as :func:`decode` checks it.
+
+    Raises:
+        StorageError: When a block's header or size does not fit its count.
+    """
+    return [_head(data, count) for data, count in zip(blobs, counts, strict=True)]
+
+
+def _head(data: bytes, count: int) -> Head:
     """``(first key, where the gaps start, gap, tf and length widths)`` of one block, checked."""
     if count <= 0 or len(data) < 2 or data[0] >> 6:
         raise StorageError(f"a posting block of {len(data)} bytes cannot hold {count} postings")

@@ -174,6 +174,7 @@ def _topped_up(batch: Batch, runs: Sequence[tuple[int, int, store.LastBlock]]) -
     data = appended_many(
         [last.data for _, _, last in runs],
         counts,
+        [last.head for _, _, last in runs],
         np.asarray([last.last_key for _, _, last in runs], dtype=np.int64),
         keys,
         tfs,

@@ -30,7 +30,15 @@ import numpy as np
 import numpy.typing as npt
 
 from embedmind.backend.sqlite import varint
-from embedmind.backend.sqlite.blocks import Postings, decode, decode_many, encode, last_keys
+from embedmind.backend.sqlite.blocks import (
+    Head,
+    Postings,
+    decode,
+    decode_many,
+    encode,
+    heads_of,
+    last_keys,
+)
 from embedmind.backend.sqlite.connection import fetch_one, insert_json_rows
 from embedmind.backend.sqlite.pair_order import pair_order
 from embedmind.errors import StorageError
@@ -57,7 +65,7 @@ class BlockRow:
 
 @dataclass(frozen=True)
 class LastBlock:
-    """A term's last block as stored, with its largest key (to append to it)."""
+    """A term's last block as stored, with its largest key and head (to append to it)."""
 
     block_id: int
     first_key: int
@@ -66,6 +74,7 @@ class LastBlock:
     data: bytes
     max_tf: int
     min_length: int
+    head: Head
 
 
 def lookup_terms(conn: apsw.Connection, terms: Iterable[str]) -> dict[str, TermRow]:
@@ -144,12 +153,12 @@ def last_blocks(conn: apsw.Connection, term_ids: Sequence[int]) -> dict[int, Las
         "FROM lex_blocks WHERE term_id = j.value ORDER BY first_key DESC LIMIT 1)"
     )
     rows: list[Any] = conn.execute(sql, (json.dumps(list(term_ids)),)).fetchall()
-    lasts = last_keys([row[4] for row in rows], [int(row[3]) for row in rows]).tolist()
+    blobs, counts = [row[4] for row in rows], [row[3] for row in rows]
+    heads = heads_of(blobs, counts)
+    lasts = last_keys(blobs, counts, heads).tolist()
     return {
-        int(row[0]): LastBlock(
-            int(row[1]), int(row[2]), int(row[3]), last, row[4], int(row[5]), int(row[6])
-        )
-        for row, last in zip(rows, lasts, strict=True)
+        row[0]: LastBlock(row[1], row[2], row[3], last, row[4], row[5], row[6], head)
+        for row, last, head in zip(rows, lasts, heads, strict=True)
     }
 
 
