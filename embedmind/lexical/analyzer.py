@@ -126,9 +126,10 @@ def analyze_many(texts: Sequence[str]) -> list[list[str]]:
 def _stems(words: list[str]) -> list[str]:
     """``stemWords(words)``, each distinct word stemmed once.
 
-    A batch of 10,000 chat messages holds about 124,000 words but 13,000
+    A batch of 10,000 chat messages holds about 124,000 words but 12,700
     distinct ones. ``stemWords`` costs about 0.4 µs a word even when its
-    cache holds the word, a dict lookup a tenth of that: half the stemming time.
+    cache holds the word, a dict lookup about 0.1 µs: 23 against 56 ms for
+    such a batch.
     """
     distinct = list(set(words))
     stems = dict(zip(distinct, _stemmer().stemWords(distinct), strict=True))

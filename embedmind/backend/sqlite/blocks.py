@@ -342,14 +342,14 @@ def decode_many(blobs: Sequence[bytes], counts: Sequence[int]) -> Postings:
 
 
 def last_keys(
-    blobs: Sequence[bytes], counts: Sequence[int], parsed: Sequence[Head] | None = None
+    blobs: Sequence[bytes], counts: Sequence[int], heads: Sequence[Head] | None = None
 ) -> npt.NDArray[np.int64]:
     """The largest key of each block, without decoding its postings.
 
     A bulk write appends to each term's last block and needs only that
     block's last key (``first`` plus its gaps): its tfs and lengths are not
     read, and its gaps are summed, not accumulated. The same checks of the
-    header, the size and the key range as :func:`decode`. ``parsed``: the
+    header, the size and the key range as :func:`decode`. ``heads``: the
     blocks' :func:`heads_of`, when the caller has them already.
 
     Raises:
@@ -357,7 +357,8 @@ def last_keys(
     """
     if not blobs:
         return np.empty(0, dtype=np.int64)
-    heads = heads_of(blobs, counts) if parsed is None else parsed
+    if heads is None:
+        heads = heads_of(blobs, counts)
     firsts = np.asarray([head[0] for head in heads], dtype=np.uint64)
     runs = [
         (gw, data[at : at + gw * (count - 1)])
