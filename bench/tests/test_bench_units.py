@@ -373,7 +373,8 @@ def test_ingest_compare_ratios_name_each_side() -> None:
 
     def child(end_to_end: float, ingest: float) -> dict[str, float]:
         return {"end_to_end_s": end_to_end, "ingest_s": ingest, "first_recall_s": 0.006,
-                "warm_p50_s": 0.002, "disk_mb": 1.0, "peak_rss_mb": 2.0}  # fmt: skip
+                "warm_p50_s": 0.002, "disk_mb": 1.0, "peak_rss_mb": 2.0,
+                "first_recall_read_kb": 152.0}  # fmt: skip
 
     row = {"this.vectors": child(30.0, 29.0), "this.text": child(4.0, 4.0),
            "this.default": child(6.0, 6.0),
@@ -396,5 +397,6 @@ def test_ingest_compare_ratios_name_each_side() -> None:
     row["tantivy_s"] = 0.5
     rendered = ingest_compare._table({"100k": row}, trees).render()
     assert rendered.count("100k") >= 2 and "baseline" in rendered and "21.00 s" in rendered
+    assert "152" in rendered  # the first recall's disk reads
     for cell in ("1.50", "2.25", "8.00", "10.00", "3.50"):  # each tree's ratios over the floors
         assert cell in rendered, cell
