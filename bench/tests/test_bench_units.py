@@ -19,7 +19,7 @@ import pytest
 
 from embedmind.cli.main import EXIT_INVALID, build_parser, main
 from embedmind_bench import cli as bench
-from embedmind_bench import metrics, optional, report, timing, vectordata
+from embedmind_bench import machine, metrics, optional, report, timing, vectordata
 from embedmind_bench.locomo_data import Question, score
 from embedmind_bench.sizes import parse_size, parse_sizes, size_label
 
@@ -117,6 +117,22 @@ def _outcome() -> report.Outcome:
     )
 
 
+def test_the_machine_line_names_the_vector_extensions_and_usearchs_kernel() -> None:
+    cpuinfo = (
+        "processor\t: 0\nmodel name\t: AMD EPYC\n"
+        "flags\t\t: fpu sse4_2 avx512_bf16 avx f16c avx2 avx512f avx512bw\n\n"
+        "processor\t: 1\nflags\t\t: fpu avx2 avx512f avx512_vnni avx512_fp16\n"
+    )
+    assert machine.simd(cpuinfo) == ["avx2", "avx512f", "avx512_bf16"]  # the first CPU, in order
+    assert machine.simd("processor\t: 0\n") == []
+    info = {"cpu_model": "AMD EPYC", "simd": ["avx2"], "graph_kernel": "haswell",
+            "cores": {"logical": 2}, "ram_bytes": 2**34, "python": "3.11.7",
+            "load_average": [1.0, 1.0, 1.0]}  # fmt: skip
+    line = machine.summary(info, {"library": "openblas", "version": "0.3", "threads": 2})
+    assert line.startswith("AMD EPYC (avx2), 2 cores") and "usearch kernel haswell" in line
+    assert machine.summary(info | {"simd": []}, {}).startswith("AMD EPYC, 2 cores")
+
+
 def test_report_has_every_required_key_and_is_strict_json(tmp_path: Path) -> None:
     started = report._dt.datetime.now(report._dt.timezone.utc)
     document = report.build("vector", _outcome(), config={"sizes": [10_000]},
@@ -128,7 +144,10 @@ def test_report_has_every_required_key_and_is_strict_json(tmp_path: Path) -> Non
         document["versions"]
     )
     assert {"library", "version", "kernel", "threads", "source"} <= set(document["blas"])
-    assert {"platform", "cpu_model", "cores", "ram_bytes", "python"} <= set(document["machine"])
+    assert {"platform", "cpu_model", "simd", "graph_kernel", "cores", "ram_bytes", "python"} <= set(
+        document["machine"]
+    )
+    assert document["machine"]["graph_kernel"]  # usearch is installed here: it names a kernel
     path = tmp_path / "deep" / "run.json"
     report.write(path, document)
     parsed = json.loads(path.read_text())  # NaN would not parse strictly: it became null
