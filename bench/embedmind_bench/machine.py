@@ -8,8 +8,9 @@ actually dispatched to (OpenBLAS picks one at load time, and
 CPU's vector extensions and the kernel usearch picked for the store's graph.
 The model name alone hides the last two: "AMD EPYC" machines of this class
 came both with AVX-512 (usearch's ``genoa`` kernels) and without it
-(``haswell``), and without it the embedder ran at about a tenth of its rate
-(80 against 800 texts/s) and a raw usearch build of 100k took 2.8 times as long.
+(``haswell``). On one without it, the embedder ran at about a tenth of the
+rate it had on one with it (80 against 800 texts/s), and a raw usearch build
+of 100k took about 2.8 times as long.
 """
 
 from __future__ import annotations
