@@ -108,6 +108,7 @@ import json, resource, statistics, sys, time
 import numpy as np
 import embedmind
 from embedmind_bench.corpus import CorpusSpec, iter_documents
+from embedmind_bench.machine import disk_read_kb
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.model import Draft
 from embedmind.store import Store
@@ -139,20 +140,17 @@ def ask(i):
     kwargs = {"vector": qvecs[i % len(qvecs)]} if dims else {}
     return store.recall(queries[i % len(queries)], k=10, **kwargs)
 
-def read_kb():  # what this process read from the disk (not the page cache) so far
-    return resource.getrusage(resource.RUSAGE_SELF).ru_inblock / 2  # 512-byte blocks
-
-before = read_kb()
+before = disk_read_kb()
 began = time.perf_counter()
 ask(0)
 first = time.perf_counter() - began
-first_read_kb = read_kb() - before
+first_read_kb = disk_read_kb() - before
 warm = []
 for i in range(1, int(warm_n) + 1):
     began = time.perf_counter()
     ask(i)
     warm.append(time.perf_counter() - began)
-warm_read_kb = read_kb() - before - first_read_kb
+warm_read_kb = disk_read_kb() - before - first_read_kb
 began = time.perf_counter()
 store.close()
 closing = time.perf_counter() - began

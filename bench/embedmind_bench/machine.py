@@ -19,6 +19,7 @@ import importlib
 import importlib.metadata
 import os
 import platform
+import resource
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -112,6 +113,15 @@ def graph_kernel() -> str | None:
     except ImportError:
         return None
     return str(index.hardware_acceleration)
+
+
+def disk_read_kb() -> float:
+    """Return what this process has read from the disk so far, in KB.
+
+    Only reads the page cache did not serve (``ru_inblock``, in 512-byte
+    blocks): the difference around a call says whether it waited on the disk.
+    """
+    return resource.getrusage(resource.RUSAGE_SELF).ru_inblock / 2
 
 
 def _ram_bytes() -> int | None:

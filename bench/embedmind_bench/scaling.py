@@ -22,6 +22,7 @@ from typing import Any
 from embedmind.model import Draft
 from embedmind.store import Store
 from embedmind_bench.corpus import CorpusSpec, iter_documents, make_queries
+from embedmind_bench.machine import disk_read_kb
 from embedmind_bench.progress import ProgressFactory
 from embedmind_bench.vectordata import (
     CHUNK,
@@ -106,7 +107,8 @@ def fill(
 
     Returns:
         The open store and its figures: ``ingest_s``, ``docs_per_s``,
-        ``index_catchup_s`` (the first recall), ``docs_per_s_incl_index``.
+        ``index_catchup_s`` (the first recall), ``index_catchup_read_kb``
+        (what it read from the disk), ``docs_per_s_incl_index``.
     """
     store = Store.open(path, embedder=inputs.embedder, synchronous="NORMAL")
     bar = progress(f"fill {size:,}", size)
@@ -123,6 +125,7 @@ def fill(
         seconds += time.perf_counter() - began
         bar.update(end - start)
     bar.close()
+    read_before = disk_read_kb()
     began = time.perf_counter()
     store.recall(inputs.queries[0], k=10, vector=inputs.query_vectors[0])
     catchup = time.perf_counter() - began
@@ -131,6 +134,7 @@ def fill(
         "ingest_s": seconds,
         "docs_per_s": size / seconds,
         "index_catchup_s": catchup,
+        "index_catchup_read_kb": disk_read_kb() - read_before,
         "docs_per_s_incl_index": size / (seconds + catchup),
     }
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import doctest
 import importlib
 import json
+import mmap
+import os
 import sys
 from pathlib import Path
 
@@ -131,6 +133,25 @@ def test_the_machine_line_names_the_vector_extensions_and_usearchs_kernel() -> N
     line = machine.summary(info, {"library": "openblas", "version": "0.3", "threads": 2})
     assert line.startswith("AMD EPYC (avx2), 2 cores") and "usearch kernel haswell" in line
     assert machine.summary(info | {"simd": []}, {}).startswith("AMD EPYC, 2 cores")
+
+
+def test_disk_reads_count_what_the_page_cache_did_not_serve(tmp_path: Path) -> None:
+    path = tmp_path / "blocks.bin"
+    path.write_bytes(os.urandom(1 << 20))
+    try:  # O_DIRECT bypasses the page cache: every byte comes from the disk
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    except OSError as e:
+        pytest.skip(f"the filesystem of {tmp_path} refuses O_DIRECT: {e}")
+    buffer = mmap.mmap(-1, 1 << 20)  # page-aligned, as O_DIRECT needs
+    before = machine.disk_read_kb()
+    try:
+        assert os.readv(fd, [buffer]) == 1 << 20
+    finally:
+        os.close(fd)
+    assert machine.disk_read_kb() - before >= 1024
+    cached = machine.disk_read_kb()
+    assert path.read_bytes()[:4] == buffer[:4]  # through the page cache now: no new reads
+    assert machine.disk_read_kb() - cached < 1024
 
 
 def test_report_has_every_required_key_and_is_strict_json(tmp_path: Path) -> None:

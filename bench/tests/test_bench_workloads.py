@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,15 @@ def test_workload_writes_a_complete_report(tmp_path: Path, workload: str, argv: 
     code, document = run(tmp_path, workload, *argv)
     assert code == 0
     check(document, workload)
+    if workload in FIRST_RECALL_READS:  # what the first recall after a load read from the disk
+        sizes = document["figures"]["sizes"].values()
+        assert all(FIRST_RECALL_READS[workload](size) >= 0 for size in sizes)
+
+
+FIRST_RECALL_READS: dict[str, Callable[[dict[str, Any]], float]] = {
+    "ingest": lambda size: size["vectors_given"]["index_catchup_read_kb"],
+    "ingest-compare": lambda size: size["this.vectors"]["first_recall_read_kb"],
+}
 
 
 def test_the_vector_channel_is_timed_alone_beside_raw_usearch(tmp_path: Path) -> None:
