@@ -32,8 +32,6 @@ CORE_PACKAGES = ("embedmind", "numpy", "usearch", "onnxruntime", "apsw", "tokeni
 SIMD_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_int8")
 """The CPU extensions the engine's kernels use when present (``/proc/cpuinfo`` flags):
 usearch's distances and onnxruntime's int8 matrix products."""
-GRAPH_DIMS = 384
-"""The default model's dimensions, for asking usearch which kernel the store's graph gets."""
 
 
 def package_version(name: str) -> str | None:
@@ -100,6 +98,8 @@ def _simd_here() -> list[str]:
 def graph_kernel() -> str | None:
     """Return the kernel usearch dispatches for the store's graph (cosine over float16).
 
+    Asked for the default model's dimensions.
+
     Made through the engine's own import of usearch (which imports
     onnxruntime first: the other order crashes the interpreter).
 
@@ -108,8 +108,9 @@ def graph_kernel() -> str | None:
     """
     try:
         from embedmind.backend.sqlite import hnsw
+        from embedmind.embedders.minilm import MiniLMEmbedder
 
-        index = hnsw._usearch_index()(ndim=GRAPH_DIMS, metric="cos", dtype="f16")
+        index = hnsw._usearch_index()(ndim=MiniLMEmbedder.dims, metric="cos", dtype="f16")
     except ImportError:
         return None
     return str(index.hardware_acceleration)
