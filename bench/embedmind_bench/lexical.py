@@ -107,14 +107,20 @@ def _engine_figures(result: SizeResult, engine: EngineResult) -> dict[str, Any]:
         "index_bytes": engine.index_bytes,
         "p50_ms": engine.p50_ms if ok else None,
         "p95_ms": engine.p95_ms if ok else None,
+        "disk_read_kb_per_query": _disk_per_query(engine) if ok else None,
         "overlap": {o: overlap(result, engine.name, o) for o in result.engines if o != engine.name},
     }
+
+
+def _disk_per_query(engine: EngineResult) -> float | None:
+    """What a timed query of ``engine`` read from the disk, on average (KB)."""
+    return engine.disk_read_kb / len(engine.latencies_ns) if engine.latencies_ns else None
 
 
 def _table(result: SizeResult) -> Table:
     """One size's side-by-side table."""
     header = ["engine", "build docs/s", "p50 ms", "p95 ms", "p50/tantivy", "p50/FTS5"]
-    header += ["top10∩tantivy", "top10∩FTS5", "top10∩bm25s", "index MB"]
+    header += ["top10∩tantivy", "top10∩FTS5", "top10∩bm25s", "index MB", "disk reads KB/query"]
     table = Table(f"lexical, n = {result.size:,}, {result.queries} queries, top-{K}", header)
     for engine in result.engines.values():
         if engine.status != "ok":
@@ -130,6 +136,7 @@ def _table(result: SizeResult) -> Table:
             fmt(ratio(result, engine.name, "fts5"), ".4f"),
             *(fmt(overlap(result, engine.name, b), ".2f") for b in BASELINES),
             fmt(engine.index_bytes / 1e6, ".1f") if engine.index_bytes else "mem",
+            fmt(_disk_per_query(engine), ".1f"),
         )
     table.notes.append("target: embedmind p50 / tantivy p50 <= 3 at 1M")
     table.notes += _lexical_notes(result)

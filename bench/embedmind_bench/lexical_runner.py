@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from embedmind_bench.lexical_engines import ENGINES, LexicalEngine, unavailable_reason
+from embedmind_bench.machine import disk_read_kb
 from embedmind_bench.progress import Progress, ProgressFactory, silent
 
 K = 10
@@ -47,6 +48,10 @@ class EngineResult:
         index_bytes: Size of the engine's files on disk (0 when in memory).
         latencies_ns: One timed latency per query.
         top_keys: Each query's top-``K`` document keys.
+        disk_read_kb: What its timed queries read from the disk rather than the
+            page cache, in all (a warm query reads nothing; on a machine that
+            drops pages untouched for a while, a slow engine in the round
+            leaves the others' pages that long untouched).
     """
 
     name: str
@@ -57,6 +62,7 @@ class EngineResult:
     index_bytes: int = 0
     latencies_ns: list[int] = field(default_factory=list)
     top_keys: list[list[int]] = field(default_factory=list)
+    disk_read_kb: float = 0.0
 
     @property
     def p50_ms(self) -> float:
@@ -135,15 +141,18 @@ def _timed_rounds(
             if results[name].status != "ok":
                 continue
             try:
+                read_before = disk_read_kb()
                 start = time.perf_counter_ns()
                 keys = engines[name].search(query, K)
                 elapsed = time.perf_counter_ns() - start
+                read = disk_read_kb() - read_before
             except Exception as exc:  # keep timing the other engines
                 results[name].status, results[name].reason = "failed", repr(exc)
                 continue
             if record:
                 results[name].latencies_ns.append(elapsed)
                 results[name].top_keys.append(keys)
+                results[name].disk_read_kb += read
         bar.update(1)
 
 

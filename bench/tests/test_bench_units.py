@@ -23,6 +23,7 @@ from embedmind.cli.main import EXIT_INVALID, build_parser, main
 from embedmind_bench import cli as bench
 from embedmind_bench import machine, metrics, optional, report, timing, vectordata
 from embedmind_bench.locomo_data import Question, score
+from embedmind_bench.progress import silent
 from embedmind_bench.sizes import parse_size, parse_sizes, size_label
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,23 +136,57 @@ def test_the_machine_line_names_the_vector_extensions_and_usearchs_kernel() -> N
     assert machine.summary(info | {"simd": []}, {}).startswith("AMD EPYC, 2 cores")
 
 
+def _read_from_the_disk(path: Path) -> bytes:
+    """Read ``path`` with ``O_DIRECT``, which bypasses the page cache: every byte is a disk read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    except OSError as e:
+        pytest.skip(f"the filesystem of {path.parent} refuses O_DIRECT: {e}")
+    size = path.stat().st_size
+    buffer = mmap.mmap(-1, size)  # page-aligned, as O_DIRECT needs
+    try:
+        assert os.readv(fd, [buffer]) == size
+    finally:
+        os.close(fd)
+    return bytes(buffer)
+
+
 def test_disk_reads_count_what_the_page_cache_did_not_serve(tmp_path: Path) -> None:
     path = tmp_path / "blocks.bin"
     path.write_bytes(os.urandom(1 << 20))
-    try:  # O_DIRECT bypasses the page cache: every byte comes from the disk
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
-    except OSError as e:
-        pytest.skip(f"the filesystem of {tmp_path} refuses O_DIRECT: {e}")
-    buffer = mmap.mmap(-1, 1 << 20)  # page-aligned, as O_DIRECT needs
     before = machine.disk_read_kb()
-    try:
-        assert os.readv(fd, [buffer]) == 1 << 20
-    finally:
-        os.close(fd)
+    read = _read_from_the_disk(path)
     assert machine.disk_read_kb() - before >= 1024
     cached = machine.disk_read_kb()
-    assert path.read_bytes()[:4] == buffer[:4]  # through the page cache now: no new reads
+    assert path.read_bytes() == read  # through the page cache now: no new reads
     assert machine.disk_read_kb() - cached < 1024
+
+
+def test_the_lexical_runner_counts_each_engines_disk_reads_apart(tmp_path: Path) -> None:
+    from embedmind_bench import lexical, lexical_runner
+
+    path = tmp_path / "postings.bin"
+    path.write_bytes(os.urandom(256 << 10))
+
+    class Engine:
+        def __init__(self, reads: bool) -> None:
+            self.reads = reads
+
+        def search(self, query: str, k: int) -> list[int]:
+            if self.reads:
+                _read_from_the_disk(path)
+            return [1]
+
+    engines = {"cold": Engine(reads=True), "warm": Engine(reads=False)}
+    results = {name: lexical_runner.EngineResult(name) for name in engines}
+    bar = silent("timed", 3)
+    lexical_runner._timed_rounds(engines, results, ["a", "b", "c"], record=False, bar=bar)
+    assert results["cold"].disk_read_kb == 0  # a warm-up pass is not counted
+    lexical_runner._timed_rounds(engines, results, ["a", "b", "c"], record=True, bar=bar)
+    assert results["cold"].disk_read_kb >= 3 * 256
+    assert results["warm"].disk_read_kb < 256  # the other engine's reads are not its own
+    size = lexical_runner.SizeResult(size=10, queries=3, engines=results)
+    assert lexical._engine_figures(size, results["cold"])["disk_read_kb_per_query"] >= 256
 
 
 def test_report_has_every_required_key_and_is_strict_json(tmp_path: Path) -> None:
