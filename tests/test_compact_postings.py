@@ -105,6 +105,28 @@ def test_the_batch_encoder_writes_the_bytes_of_one_block_at_a_time(parts: list[P
     assert many == [blocks.encode(p) for p in parts]
 
 
+def test_each_last_block_carries_the_head_and_last_key_of_its_own_bytes(tmp_path: Path) -> None:
+    # Last blocks whose heads differ in each field a top-up reads: two-byte gaps (a term in
+    # the first and the last text), a tf past one byte, a length past one byte, and keys
+    # past one varint byte. Paired with another term's head, a top-up would write bad bytes.
+    texts = [f"marmot filler{i}" for i in range(400)]
+    texts[0] += " quokka"
+    texts[399] += " quokka"
+    texts[200] += " zebra" * 300
+    texts[300] += " walrus " + " ".join(f"w{j}" for j in range(300))
+    path = str(tmp_path / "heads.mind")
+    with embedmind.Store.open(path, embedder=None) as store:
+        store.remember_many(texts)
+    conn = apsw.Connection(path)
+    term_ids = [int(row[0]) for row in conn.execute("SELECT term_id FROM lex_terms")]
+    lasts = postings.last_blocks(conn, term_ids)
+    assert len({last.head[1:] for last in lasts.values()}) > 1
+    for last in lasts.values():
+        assert last.head == blocks.heads_of([last.data], [last.count])[0]
+        assert last.last_key == int(blocks.decode(last.data, last.count).keys[-1])
+    conn.close()
+
+
 @given(st.lists(st.tuples(postings_lists(), postings_lists()), min_size=1, max_size=5))
 def test_appending_to_blocks_writes_the_bytes_of_encoding_them_whole(
     pairs: list[tuple[Postings, Postings]],
