@@ -29,7 +29,7 @@ it loaded), and what the first recall and the warm ones read from the disk
 rather than the page cache (``ru_inblock``). A first recall that read from
 the disk paid for pages the kernel dropped during the load: on a machine
 that pages out file pages untouched for a minute (as a DAMON ``pageout``
-scheme does), the posting blocks a long load wrote first are gone by its end.
+scheme does), some of the pages a long load wrote first are gone by its end.
 
 Expected duration on 2 cores: 100k in about 1.5 minutes before the
 default-batch load was added, plus the baseline's loads with ``--baseline``

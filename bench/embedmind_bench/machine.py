@@ -64,14 +64,23 @@ def versions(extra: Iterable[str] = ()) -> dict[str, str | None]:
     return found
 
 
-def _cpu_model() -> str:
-    """Return the CPU model name (``/proc/cpuinfo`` on Linux)."""
+def _cpuinfo() -> str:
+    """The text of ``/proc/cpuinfo`` (empty on a platform without it)."""
     with_info = Path("/proc/cpuinfo")
-    if with_info.exists():
-        for line in with_info.read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+    return with_info.read_text(errors="replace") if with_info.exists() else ""
+
+
+def _first(cpuinfo: str, name: str) -> str | None:
+    """The value of the first ``name : value`` line of ``cpuinfo`` (the first CPU's)."""
+    for line in cpuinfo.splitlines():
+        if line.startswith(name):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def _cpu_model(cpuinfo: str) -> str:
+    """Return the CPU model name (from ``cpuinfo`` on Linux, else what platform says)."""
+    return _first(cpuinfo, "model name") or platform.processor() or platform.machine()
 
 
 def simd(cpuinfo: str) -> list[str]:
@@ -83,16 +92,8 @@ def simd(cpuinfo: str) -> list[str]:
     Returns:
         The flags present; empty when the text names none (another platform).
     """
-    for line in cpuinfo.splitlines():
-        if line.startswith("flags"):
-            present = set(line.split(":", 1)[1].split())
-            return [flag for flag in SIMD_FLAGS if flag in present]
-    return []
-
-
-def _simd_here() -> list[str]:
-    with_info = Path("/proc/cpuinfo")
-    return simd(with_info.read_text(errors="replace")) if with_info.exists() else []
+    present = set((_first(cpuinfo, "flags") or "").split())
+    return [flag for flag in SIMD_FLAGS if flag in present]
 
 
 def graph_kernel() -> str | None:
@@ -185,10 +186,11 @@ def machine() -> dict[str, Any]:
         usearch's kernel for the store's graph, cores, RAM, Python, and the
         load average when the run started (other jobs skew times).
     """
+    cpuinfo = _cpuinfo()
     return {
         "platform": platform.platform(),
-        "cpu_model": _cpu_model(),
-        "simd": _simd_here(),
+        "cpu_model": _cpu_model(cpuinfo),
+        "simd": simd(cpuinfo),
         "graph_kernel": graph_kernel(),
         "machine": platform.machine(),
         "cores": cores(),
