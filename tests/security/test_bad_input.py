@@ -119,6 +119,7 @@ BAD_REMEMBER: list[tuple[str, dict[str, Any]]] = [
     ("created_at", {"created_at": "2026-01-01"}),
     ("valid_to", {"valid_from": dt.datetime(2026, 1, 2, tzinfo=UTC), "valid_to": dt.datetime(2026, 1, 1, tzinfo=UTC)}),
     ("confidence", {"confidence": 1.5}),
+    ("confidence", {"confidence": -0.25}),
     ("confidence", {"confidence": float("nan")}),
     ("confidence", {"confidence": True}),
     ("now", {"now": dt.datetime(2026, 1, 1)}),
