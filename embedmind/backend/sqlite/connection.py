@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -71,6 +71,8 @@ def release_path(path: str) -> None:
 
 
 PAGE_SIZE = 8192
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
+"""Bytes a rewound WAL file keeps at most (RELIABILITY.md R8 bounds the WAL at 64 MB)."""
 
 
 def _configure(conn: apsw.Connection, synchronous: Synchronous, busy_ms: int) -> None:
@@ -79,6 +81,9 @@ def _configure(conn: apsw.Connection, synchronous: Synchronous, busy_ms: int) ->
     conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     _into_wal(conn, busy_ms)
     conn.execute(f"PRAGMA synchronous = {synchronous}")
+    # Rewound WALs are written over, not truncated (database.Database._bound_wal):
+    # one that a large transaction took past this is cut back at its next rewind.
+    conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA secure_delete = ON")
     conn.execute("PRAGMA trusted_schema = OFF")
@@ -166,10 +171,20 @@ def _refuse_foreign_database(conn: apsw.Connection, path: str) -> None:
 
 
 class ConnectionManager:
-    """Hands out the right connection for the calling thread and process."""
+    """Hands out the right connection for the calling thread and process.
 
-    def __init__(self, path: str, synchronous: Synchronous, busy_ms: int) -> None:
+    ``on_open`` is called with each file connection it opens, before first use.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        synchronous: Synchronous,
+        busy_ms: int,
+        on_open: Callable[[apsw.Connection], None] | None = None,
+    ) -> None:
         self.path = path
+        self._on_open = on_open
         self._synchronous = synchronous
         self._busy_ms = busy_ms
         self._pid = os.getpid()
@@ -205,6 +220,8 @@ class ConnectionManager:
         conn: apsw.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = open_connection(self.path, self._synchronous, self._busy_ms)
+            if self._on_open is not None:
+                self._on_open(conn)
             self._local.conn = conn
             with self._guard:
                 self._all.append(conn)

@@ -6,21 +6,23 @@ Every mutating call runs inside :meth:`Database.write`: the writer lock, then
 :meth:`Database.read`, a deferred transaction, so a multi-statement read sees
 one consistent snapshot while writers go on.
 
-SQLite's own automatic checkpoint (PASSIVE, at a commit past 1,000 WAL pages)
-copies WAL frames into the database but never waits for readers, and the WAL
-is rewound only once no reader uses it. With readers always inside some
+WAL frames are copied back into the database on a thread of the store's own
+(:mod:`~embedmind.backend.sqlite.checkpointer`), never inside a writer's
+COMMIT. A ``PASSIVE`` checkpoint never waits for readers, and the WAL is
+rewound only once no reader uses it. With readers always inside some
 transaction it never is, and the WAL grows without bound (RELIABILITY.md R8
-measured 134 MB in 10 s with two reader processes). So a committing writer,
-still holding the writer lock, resets the WAL itself once it passes
-:data:`WAL_RESET_BYTES` (see :meth:`Database._bound_wal`). The decision:
-writers may wait up to :data:`WAL_RESET_WAIT_MS` about once per
-:data:`WAL_RESET_BYTES` of WAL for the readers of older snapshots to finish;
-readers are never blocked, and a reader that outlasts the wait only
-postpones the reset.
+measured 134 MB in 10 s with two reader processes). So a writer, holding the
+writer lock, rewinds the WAL itself before its transaction begins once the
+WAL holds more than :data:`WAL_RESET_BYTES` (see :meth:`Database._bound_wal`).
+The decision: writers may wait up to :data:`WAL_RESET_WAIT_MS` about once per
+:data:`WAL_RESET_BYTES` of WAL for the readers of older snapshots (and for
+the checkpoint thread's copy) to finish; readers are never blocked, and a
+reader that outlasts the wait only postpones the reset.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -30,7 +32,14 @@ from contextlib import contextmanager, suppress
 import apsw
 
 from embedmind.backend.sqlite import fileio, migrations
-from embedmind.backend.sqlite.connection import MEMORY_PATH, ConnectionManager, fetch_one
+from embedmind.backend.sqlite.checkpointer import Checkpointer
+from embedmind.backend.sqlite.connection import (
+    MEMORY_PATH,
+    PAGE_SIZE,
+    ConnectionManager,
+    fetch_one,
+    open_connection,
+)
 from embedmind.backend.sqlite.locking import WriterLock
 from embedmind.backend.values import CHECKPOINT_TIMEOUT, Synchronous
 from embedmind.checks import finite_number
@@ -40,9 +49,11 @@ from embedmind.errors import InvalidInputError, StorageError, StoreBusyError
 logger = logging.getLogger(__name__)
 
 WAL_RESET_BYTES = 16 * 1024 * 1024
-"""WAL size past which a commit also checkpoints and truncates it (twice SQLite's own trigger)."""
+"""WAL content past which the next write first rewinds it (twice SQLite's own trigger)."""
 WAL_RESET_WAIT_MS = 200
 """How long that reset may wait for readers of older snapshots (the writers' worst stall)."""
+WAL_FRAME_HEADER = 24
+"""Bytes of each WAL frame before its page."""
 WAL_RETRY_BYTES = 4 * 1024 * 1024
 """After a reset that readers outlasted, the WAL growth before the next attempt."""
 
@@ -126,7 +137,18 @@ class Database:
         busy_ms = int(busy_timeout * 1000)
         self._busy_ms = busy_ms
         self._next_wal_reset = WAL_RESET_BYTES
-        self.connections = ConnectionManager(path, synchronous, busy_ms)
+        self._checkpoints: Checkpointer | None = None
+        if path != MEMORY_PATH:
+            self._checkpoints = Checkpointer(
+                functools.partial(open_connection, path, synchronous, busy_ms)
+            )
+        self.connections = ConnectionManager(
+            path,
+            synchronous,
+            busy_ms,
+            on_open=None if self._checkpoints is None else self._checkpoints.watch,
+        )
+        self._frame_bytes = PAGE_SIZE + WAL_FRAME_HEADER
         # An in-memory store lives in one process: it needs only the thread lock.
         # The lock files sit beside the real file: a store opened through a
         # symlink under another name must share its writers' lock, or they would
@@ -139,6 +161,8 @@ class Database:
         self._memory = path == MEMORY_PATH
         try:
             with self.connections.connection() as conn:
+                # A file made before the page size was fixed keeps its own.
+                self._frame_bytes = fetch_one(conn, "PRAGMA page_size")[0] + WAL_FRAME_HEADER
                 migrations.check_supported(path, migrations.schema_version(conn))
                 if migrations.schema_version(conn) < migrations.LATEST:
                     with self._lock.hold():
@@ -186,6 +210,7 @@ class Database:
             StorageError: When SQLite fails; the transaction is rolled back.
         """
         with self.connections.connection() as conn, self._lock.hold():
+            self._bound_wal(conn)
             _execute(conn, "BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -199,36 +224,46 @@ class Database:
                 if isinstance(e, apsw.Error):  # a full disk, an I/O error: typed, per DESIGN §8
                     raise StorageError(f"writing {self.path!r} failed, nothing written: {e}") from e
                 raise
-            self._bound_wal(conn)
 
     def _bound_wal(self, conn: apsw.Connection) -> None:
-        """Checkpoint and truncate the WAL once it passed :data:`WAL_RESET_BYTES`.
+        """Rewind the WAL before a write transaction once it holds :data:`WAL_RESET_BYTES`.
 
-        Called after a commit, under the writer lock. The TRUNCATE checkpoint
-        waits (through a busy timeout lowered to :data:`WAL_RESET_WAIT_MS`) only
-        for readers of snapshots older than the last commit: readers that begin
-        once the WAL is fully copied read the database file and do not hold it
-        up. When old readers outlast the wait, the next attempt comes after
-        another :data:`WAL_RETRY_BYTES` of growth, so a long reader costs
-        writers one short wait per step, not one per commit, and the WAL gets
-        several more chances before it nears 64 MB. The write has committed:
-        nothing here may fail it.
+        Called under the writer lock, before ``BEGIN``: the checkpoint thread
+        has had the time since the last commit to copy the frames back, so
+        the ``RESTART`` checkpoint finds little or nothing left to copy. It
+        waits (through a busy timeout lowered to :data:`WAL_RESET_WAIT_MS`) for
+        the copy under way and for readers of snapshots older than the last
+        commit: readers that begin once the WAL is fully copied read the
+        database file and do not hold it up. The next transaction then writes
+        the WAL from its start; the file is not truncated, so its blocks are
+        written again in place rather than allocated anew (at 1M memories a
+        10,000-memory batch took 2.0 s with a truncation after each commit,
+        1.6 s so). When the copy or old readers outlast the wait, the next
+        attempt comes after another :data:`WAL_RETRY_BYTES` of growth, so a
+        long reader costs writers one short wait per step, not one per
+        commit, and the WAL gets several more chances before it nears 64 MB.
+        Nothing here may fail the write.
         """
-        if self._memory:
+        if self._checkpoints is None:
             return
-        size = fileio.file_size(self._wal_path)
+        size = self._checkpoints.frames * self._frame_bytes
         if size < self._next_wal_reset:
             return
         busy = 1
         try:
-            conn.setbusytimeout(WAL_RESET_WAIT_MS)
-            busy = fetch_one(conn, "PRAGMA wal_checkpoint(TRUNCATE)")[0]
+            with self._checkpoints.quiet():
+                conn.setbusytimeout(WAL_RESET_WAIT_MS)
+                busy = fetch_one(conn, "PRAGMA wal_checkpoint(RESTART)")[0]
         except apsw.Error as e:
             logger.warning("could not reset the WAL of %s: %s", self.path, e)
         finally:
             with suppress(apsw.Error):
                 conn.setbusytimeout(self._busy_ms)
-        self._next_wal_reset = WAL_RESET_BYTES if not busy else size + WAL_RETRY_BYTES
+        if busy:
+            self._next_wal_reset = size + WAL_RETRY_BYTES
+        else:
+            self._next_wal_reset = WAL_RESET_BYTES
+            self._checkpoints.restarted()
 
     def checkpoint(self, timeout: float = CHECKPOINT_TIMEOUT) -> str | None:
         """Copy the WAL into the database and truncate it to zero bytes, within ``timeout``.
@@ -305,7 +340,9 @@ class Database:
         return self.connections.closed
 
     def close(self) -> None:
-        """Close every connection and lock file."""
+        """Close every connection and lock file (after the checkpoint under way, if any)."""
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         self.connections.close()
         self._lock.close()
 
