@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -111,3 +113,38 @@ def test_an_in_memory_store_has_no_checkpoint_thread() -> None:
     with embedmind.Store.open(":memory:", embedder=None) as store:
         store.remember_many([f"memory {i}" for i in range(2000)])
         assert store._db._checkpoints is None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_forked_child_closes_without_waiting_for_the_parents_checkpoint_lock(
+    tmp_path: Path,
+) -> None:
+    # A child inherits the checkpointer's lock as it was at the fork, held for
+    # good if another thread held it then: the child's close must not take it.
+    store = embedmind.Store.open(tmp_path / "s.mind", embedder=None)
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        assert store._db._checkpoints is not None
+        with store._db._checkpoints._wake:
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    held.wait(30)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)  # not pytest-timeout's handler
+        signal.alarm(10)  # a hung close dies of SIGALRM, a non-zero exit
+        code = 1
+        try:
+            store.close()
+            code = 0
+        finally:
+            os._exit(code)
+    release.set()
+    thread.join()
+    _, status = os.waitpid(pid, 0)
+    store.close()
+    assert os.waitstatus_to_exitcode(status) == 0

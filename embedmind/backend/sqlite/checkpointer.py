@@ -14,14 +14,15 @@ that committed before it began.
 
 What stays with the writers is rewinding the WAL
 (:meth:`~embedmind.backend.sqlite.database.Database.write`): before a write
-transaction begins on a WAL that has grown past its bound, the writer asks
-for a ``RESTART``, which finds the pages already copied, or waits a bounded
-time for this thread to finish copying them.
+transaction begins on a WAL that has grown past its bound, the writer waits
+for this thread's copy under way to end (:meth:`Checkpointer.quiet`), then
+asks for a ``RESTART``, which finds the pages already copied.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,6 +44,7 @@ class Checkpointer:
 
     def __init__(self, open_connection: Callable[[], apsw.Connection]) -> None:
         self._open_connection = open_connection
+        self._pid = os.getpid()
         self._wake = threading.Condition()
         self._wanted = False
         self._copying = False
@@ -103,6 +105,10 @@ class Checkpointer:
 
     def close(self) -> None:
         """Stop the thread after the checkpoint under way, and close its connection."""
+        if os.getpid() != self._pid:
+            # A forked child has no such thread, and the lock may have been held
+            # by it at the fork: taking it could hang the child's close forever.
+            return
         with self._wake:
             self._closing = True
             self._wake.notify()
