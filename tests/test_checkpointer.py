@@ -12,7 +12,7 @@ import apsw
 import pytest
 
 import embedmind
-from embedmind.backend.sqlite import checkpointer, database
+from embedmind.backend.sqlite import checkpointer, connection, database
 from embedmind.backend.sqlite.checkpointer import Checkpointer
 
 
@@ -27,7 +27,7 @@ def _write_frames(store: embedmind.Store, frames: int) -> None:
     raise AssertionError(f"the WAL hook counted {store._db._checkpoints.frames} frames")
 
 
-_RESET_FRAMES = database.WAL_RESET_BYTES // 8192
+_RESET_FRAMES = database.WAL_RESET_BYTES // connection.PAGE_SIZE
 
 
 def _blocked_copies(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[str]]:
@@ -57,7 +57,7 @@ def test_a_commit_leaves_the_copy_to_the_checkpoint_thread(
         _write_frames(store, checkpointer.CHECKPOINT_FRAMES)  # past the trigger, short of a reset
         frames = store._db._checkpoints.frames
         assert frames >= checkpointer.CHECKPOINT_FRAMES
-        assert frames * 8192 < database.WAL_RESET_BYTES
+        assert frames * connection.PAGE_SIZE < database.WAL_RESET_BYTES
         assert path.stat().st_size == before, "a COMMIT copied pages into the database"
         release.set()
         deadline = time.monotonic() + 30
@@ -96,6 +96,25 @@ def test_a_writer_rewinds_the_wal_after_the_copy_under_way(
         high = wal.stat().st_size
         _write_frames(store, _RESET_FRAMES - 300)  # about as much again, over the old frames
         assert wal.stat().st_size <= high + 2 * 2**20
+
+
+def test_a_wal_one_transaction_grew_past_its_limit_is_cut_back_at_the_next_rewind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Rewound WALs are written over, never truncated: without journal_size_limit,
+    # the file would keep the size of the largest transaction for as long as the
+    # store stays open.
+    monkeypatch.setattr(connection, "WAL_SIZE_LIMIT", 4 * 2**20)
+    wal = tmp_path / "s.mind-wal"
+    with embedmind.Store.open(tmp_path / "s.mind", embedder=None, synchronous="NORMAL") as store:
+        store.remember_many(
+            [embedmind.Draft(f"memory {i}", metadata={"blob": "x" * 8000}) for i in range(2400)],
+            batch_size=2400,
+        )  # one transaction past WAL_RESET_BYTES
+        assert wal.stat().st_size > database.WAL_RESET_BYTES
+        store.remember("rewinds the WAL first")
+        store.remember("and another")
+        assert wal.stat().st_size <= connection.WAL_SIZE_LIMIT
 
 
 def test_closing_the_store_stops_its_checkpoint_thread(tmp_path: Path) -> None:

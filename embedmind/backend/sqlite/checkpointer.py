@@ -4,7 +4,7 @@ SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL past
 1,000 pages: the committing writer copies every new page back into the
 database file and syncs it before its call returns, still holding the writer
 lock. A bulk batch of 10,000 memories into a store of a million changes about
-7,800 pages (60 MB), so every batch paid that copy in full. Here no store
+7,850 pages (61 MiB, counted in stop 44), so every batch paid that copy in full. Here no store
 connection checkpoints as it commits: its WAL hook (:meth:`Checkpointer.watch`)
 records how many frames the WAL holds and, past :data:`CHECKPOINT_FRAMES`,
 wakes this thread, which runs a ``PASSIVE`` checkpoint on a connection of its

@@ -35,7 +35,6 @@ from embedmind.backend.sqlite import fileio, migrations
 from embedmind.backend.sqlite.checkpointer import Checkpointer
 from embedmind.backend.sqlite.connection import (
     MEMORY_PATH,
-    PAGE_SIZE,
     ConnectionManager,
     fetch_one,
     open_connection,
@@ -137,6 +136,7 @@ class Database:
         busy_ms = int(busy_timeout * 1000)
         self._busy_ms = busy_ms
         self._next_wal_reset = WAL_RESET_BYTES
+        self._frame_bytes: int  # read from the file below
         self._checkpoints: Checkpointer | None = None
         if path != MEMORY_PATH:
             self._checkpoints = Checkpointer(
@@ -148,7 +148,6 @@ class Database:
             busy_ms,
             on_open=None if self._checkpoints is None else self._checkpoints.watch,
         )
-        self._frame_bytes = PAGE_SIZE + WAL_FRAME_HEADER
         # An in-memory store lives in one process: it needs only the thread lock.
         # The lock files sit beside the real file: a store opened through a
         # symlink under another name must share its writers' lock, or they would
