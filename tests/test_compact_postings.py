@@ -295,7 +295,7 @@ def test_a_schema_6_store_migrates_to_the_same_postings_and_answers(
     assert before["blocks"] and before["docs"]
     _downgrade(path)
     with embedmind.Store.open(path, embedder=None) as store:
-        assert store.stats().schema_version == 10  # migrations 7 to 10 ran again
+        assert store.stats().schema_version == 11  # migrations 7 to 11 ran again
         with store._db.read() as conn:
             assert _postings(conn) == before
         assert _answers(store) == before_answers

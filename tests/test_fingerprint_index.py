@@ -1,9 +1,10 @@
-"""Migration 9: an exact-twin lookup is one seek of a 48-bit fingerprint prefix index."""
+"""Migrations 9 and 11: an exact-twin lookup is one seek of a fingerprint prefix index."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import apsw
 import pytest
 from query_plans import plan, traced
 from schema_files import file_at_version, indexes
@@ -49,7 +50,8 @@ def test_fingerprints_that_share_the_indexed_prefix_are_told_apart(
     with embedmind.Store.open(":memory:", embedder=None) as store:
         first = store.remember("Alice prefers green tea", namespace="n", tier="semantic")
         second = store.remember("Bob prefers black coffee", namespace="n", tier="semantic")
-        assert first.fingerprint[:12] == second.fingerprint[:12]
+        prefix = migrations.FINGERPRINT_PREFIX
+        assert first.fingerprint[:prefix] == second.fingerprint[:prefix]
         assert store.find_by_fingerprint("n", "semantic", "BOB prefers black  coffee").id == (
             second.id
         )
@@ -59,9 +61,43 @@ def test_fingerprints_that_share_the_indexed_prefix_are_told_apart(
         assert again.id == second.id
 
 
-def test_opening_a_version_8_file_replaces_the_index(tmp_path: Path) -> None:
-    with embedmind.Store.open(file_at_version(tmp_path / "old.mind", 8), embedder=None) as store:
+@pytest.mark.parametrize("version", [8, 10])
+def test_opening_an_older_file_replaces_the_index(tmp_path: Path, version: int) -> None:
+    with embedmind.Store.open(
+        file_at_version(tmp_path / "old.mind", version), embedder=None
+    ) as store:
         assert store.stats().schema_version == migrations.LATEST
         kept = store.remember("Alice prefers green tea", namespace="n")
         assert store.find_by_fingerprint("n", kept.tier, "alice prefers GREEN tea").id == kept.id
         assert migrations.FINGERPRINT_KEY in indexes(store)["memories_by_fingerprint"]
+
+
+def test_migration_11_rebuilds_the_index_smaller_over_the_stored_memories(tmp_path: Path) -> None:
+    path = tmp_path / "v10.mind"
+    with embedmind.Store.open(path, embedder=None) as store:
+        _fill(store, 2_000)
+
+    def index_bytes() -> int:
+        conn = apsw.Connection(str(path))
+        try:
+            return int(
+                conn.execute(
+                    "SELECT sum(pgsize) FROM dbstat WHERE name = 'memories_by_fingerprint'"
+                ).fetchone()[0]
+            )
+        finally:
+            conn.close()
+
+    conn = apsw.Connection(str(path))  # back to the index migration 9 made, at version 10
+    conn.execute(
+        "DROP INDEX memories_by_fingerprint; CREATE INDEX memories_by_fingerprint "
+        "ON memories (substr(fingerprint, 1, 12), namespace); PRAGMA user_version = 10"
+    )
+    conn.close()
+    before = index_bytes()
+    with embedmind.Store.open(path, embedder=None) as store:
+        assert store.stats().schema_version == migrations.LATEST
+        for i in (0, 777, 1_999):
+            found = store.find_by_fingerprint("n", "semantic", f"FACT number {i}")
+            assert found is not None and found.content == f"fact number {i}"
+    assert index_bytes() < 0.8 * before

@@ -59,7 +59,8 @@ ORACLE_RECALLS = {name for name, _, kwargs in FIX.RECALLS if FIX._reconstructibl
 
 CHANGED = {
     "open/schema_version": "0877b1f (5: memories_by_session), 29ba990 (6: aliases), 7 (compact postings), 8 "
-    "(the metadata index), 9 (the fingerprint prefix index) and 10 (partial indexes) migrate it",
+    "(the metadata index), 9 (the fingerprint prefix index), 10 (partial indexes) and 11 (the "
+    "fingerprint index's 4-byte key) migrate it",
     "reopen/schema_version": "the migrated file stays at the current version",
     "stats": "schema_version is the migrated one; missing_vectors and session_context are new",
     "stats/later": "as stats",

@@ -249,7 +249,7 @@ def test_opening_a_version_7_store_indexes_its_rows(tmp_path: Path) -> None:
     conn.execute("PRAGMA user_version = 7")
     conn.close()
     with Store.open(path, embedder=HashingEmbedder(dims=DIMS)) as store:
-        assert store.stats().schema_version == migrations.LATEST == 10
+        assert store.stats().schema_version == migrations.LATEST == 11
         assert store._db is not None
         with store._db.read() as conn2:
             assert _fields(conn2) == _expected_fields(conn2)

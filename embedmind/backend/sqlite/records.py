@@ -15,7 +15,7 @@ import apsw
 
 from embedmind.backend.sqlite import integrity
 from embedmind.backend.sqlite.connection import fetch_one, insert_json_rows
-from embedmind.backend.sqlite.migrations import FINGERPRINT_KEY, FINGERPRINT_PREFIX
+from embedmind.backend.sqlite.migrations import FINGERPRINT_KEY, fingerprint_key
 from embedmind.backend.values import EXPORT_COLUMNS
 from embedmind.drafts import Prepared, decode_metadata
 from embedmind.errors import DamagedRecordError
@@ -447,7 +447,7 @@ def by_fingerprint(
         "SELECT {columns} FROM memories m INDEXED BY memories_by_fingerprint "
         f"WHERE {FINGERPRINT_KEY} = ? AND m.fingerprint = ? AND {condition} "
         "ORDER BY m.created_at, m.key LIMIT 1",
-        (fingerprint[:FINGERPRINT_PREFIX], fingerprint, *params),
+        (fingerprint_key(fingerprint), fingerprint, *params),
     )
     return to_memory(rows[0]) if rows else None
 
