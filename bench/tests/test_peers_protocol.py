@@ -226,3 +226,33 @@ def test_scores_are_the_locomo_means_with_numpy_standard_errors(ranked: list[Any
         values = [1.0 if set(ids[:10]) & q.evidence else 0.0 for q, ids in members]
         error = np.std(values, ddof=1) / np.sqrt(len(values)) if len(values) > 1 else 0.0
         assert ours[group]["hit@10_se"] == pytest.approx(error)
+
+
+def test_every_engines_files_are_read_before_the_first_timed_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The engines are built in turn: without the read, the first built answers
+    # from pages the OS may have dropped while the others were built.
+    read: list[str] = []
+    read_when_asked: list[list[str]] = []
+    real_read, real_round_robin = peers._read_files, peers.round_robin
+
+    def reading(root: Path) -> int:
+        read.append(root.name)
+        return real_read(root)
+
+    def asking(*args: Any, **kwargs: Any) -> Any:
+        read_when_asked.append(list(read))
+        return real_round_robin(*args, **kwargs)
+
+    monkeypatch.setattr(peers, "_read_files", reading)
+    monkeypatch.setattr(peers, "round_robin", asking)
+    _run(tmp_path, monkeypatch)
+    assert read_when_asked == [["fake-a", "embedmind", "fake-b"]]
+
+
+def test_reading_an_engines_files_reads_every_byte_below_its_folder(tmp_path: Path) -> None:
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "graph").write_bytes(b"g" * 5)
+    (tmp_path / "store").write_bytes(b"s" * ((1 << 24) + 1))  # more than one buffer
+    assert peers._read_files(tmp_path) == 5 + (1 << 24) + 1
