@@ -16,7 +16,7 @@ exclude embedding; the embedder's own rate is reported beside them):
   added to the process (:mod:`.resident`).
 
 Every engine's files are read once after the builds, before the first timed
-query, so each engine answers from the page cache.
+query, so none answers from pages the OS dropped while the others were built.
 
 Vectors of the synthetic corpus are real MiniLM embeddings of the first
 ``embed_limit`` documents (10k by default) and embedding-like mixes of them
