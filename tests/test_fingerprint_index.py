@@ -89,10 +89,8 @@ def test_migration_11_rebuilds_the_index_smaller_over_the_stored_memories(tmp_pa
             conn.close()
 
     conn = apsw.Connection(str(path))  # back to the index migration 9 made, at version 10
-    conn.execute(
-        "DROP INDEX memories_by_fingerprint; CREATE INDEX memories_by_fingerprint "
-        "ON memories (substr(fingerprint, 1, 12), namespace); PRAGMA user_version = 10"
-    )
+    migrations.m0009_fingerprint_prefix(conn)
+    conn.execute("PRAGMA user_version = 10")
     conn.close()
     before = index_bytes()
     with embedmind.Store.open(path, embedder=None) as store:

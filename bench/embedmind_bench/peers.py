@@ -125,15 +125,20 @@ class Corpus:
     """Each document's ``(session_id, created_at)`` (LoCoMo's protocol), given to every engine."""
 
 
+def _files(root: Path) -> list[Path]:
+    """The files under ``root``, in name order."""
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
 def _disk_bytes(path: Path) -> int:
     """Total size of the files under ``path``."""
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return sum(p.stat().st_size for p in _files(path))
 
 
 def _read_files(root: Path) -> int:
     """Read every file under ``root`` once, through the OS page cache; return the bytes read."""
     total, buffer = 0, bytearray(1 << 24)
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    for path in _files(root):
         with path.open("rb") as file:
             while read := file.readinto(buffer):
                 total += read
