@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import embedmind
-from embedmind.backend.sqlite import vector_rows
+from embedmind.backend.sqlite import vector_rows, vector_search
 from embedmind.cli import demo
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.engine.recall import FUSION_DEPTH
@@ -215,3 +215,30 @@ def test_a_vector_mode_score_does_not_depend_on_k() -> None:
                 scores.setdefault(hit.id, set()).add(hit.score)
     assert len(scores) == 40
     assert {key: s for key, s in scores.items() if len(s) > 1} == {}
+
+
+@pytest.mark.parametrize("k", [1, 5])
+def test_vector_mode_checks_the_filter_on_about_the_memories_it_reports(
+    k: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each memory the filter is checked on is a random read of the memories
+    # table at a million: vector mode settled FUSION_DEPTH hits (25 rows
+    # checked a query) and reported k of them.
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((400, 32)).astype(np.float32)
+    checked: list[int] = []
+    passing = vector_search._passing
+
+    def counting(conn: Any, keys: list[int], *args: Any) -> Any:
+        checked.append(len(keys))
+        return passing(conn, keys, *args)
+
+    with embedmind.Store.open(":memory:", embedder=HashingEmbedder(dims=32)) as store:
+        store.remember_many([embedmind.Draft(f"m{i}", vector=v) for i, v in enumerate(vectors)])
+        deep = store.recall("", vector=vectors[3], k=FUSION_DEPTH, mode="vector")
+        monkeypatch.setattr(vector_search, "_passing", counting)
+        answer = store.recall("", vector=vectors[3], k=k, mode="vector")
+    assert answer.ids == deep.ids[:k] and answer[0].content == "m3"
+    assert [h.score for h in answer] == [h.score for h in deep][:k]
+    # The first step checks k and a few more (those float16 could reorder after).
+    assert 0 < sum(checked) <= k + 8 < FUSION_DEPTH

@@ -99,9 +99,17 @@ def test_the_admitted_prefix_settles_what_checking_every_candidate_would(
     sims = np.array([s for _, s in hits], np.float32)
     order = np.lexsort((vecs, -sims))
     ranked = (vecs[order], owners[order], sims[order])
+    statements: list[str] = []
+
+    def trace(_cursor: apsw.Cursor, sql: str, _bindings: object) -> bool:
+        statements.append(sql)
+        return True
+
+    db.exec_trace = trace
     found, wanted, share = admitted_prefix(
         db, ranked, ("m.ok = 1", []), k, cap, exact=exact, spare=spare
     )
+    db.exec_trace = None
     every = [h for h in zip(*(a.tolist() for a in ranked), strict=True) if h[1] in admitted]
     assert found == every[: len(found)]
     if hits and len(every) == len(hits):
@@ -114,6 +122,8 @@ def test_the_admitted_prefix_settles_what_checking_every_candidate_would(
                 floor = every[min(k, exact) - 1][2] - RESCORE_MARGIN
                 first += sum(1 for h in every[first:] if h[2] >= floor)
             assert len(found) == first
+            # Each statement is a round of random reads: all passing, one does.
+            assert len(statements) == 1
     elif hits and int(ranked[1][0]) not in admitted:  # the best one fails: every prefix fails
         assert wanted == (2 * k if spare else k)  # the graph's margin, once one fails
     assert select(found, wanted, cap) == select(every, wanted, cap)

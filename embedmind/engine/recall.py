@@ -170,12 +170,14 @@ def execute(
         # Alone (vector mode) it runs when asked: a handoff would only add to it.
         # Vector mode reports the cosines themselves, so they must be the
         # exact ones whichever path found them (graph, tail or exact scan).
-        # Alone, its answer is the channel's first `wanted` hits, and only
-        # those are read back; fused with recency or dates, every rank counts.
+        # Alone, its answer is the channel's first `wanted` hits, so only those
+        # are settled (each settled hit is a memory row checked, a random read
+        # at a million) and read back; fused with recency or dates, every rank
+        # counts.
         if mode is Mode.VECTOR:
             exact_first = depth if request.recency or request.windows else wanted
         vector_hits = session.channels.begin_vector_top(
-            query_vector, request.selection, depth, ef=request.ef_search,
+            query_vector, request.selection, exact_first or depth, ef=request.ef_search,
             exact_first=exact_first, overlap=text_runs,
         )  # fmt: skip
         timer.lap(VECTOR)
