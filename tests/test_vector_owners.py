@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
 import apsw
 import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+import embedmind
+from embedmind.backend.sqlite import vector_owners, vector_rows
 from embedmind.backend.sqlite.vector_owners import UNKNOWN, OwnerMap
 from embedmind.backend.sqlite.vector_search import RESCORE_MARGIN, admitted_prefix, select
+from embedmind.embedders.hashing import HashingEmbedder
 
 
 @pytest.fixture
@@ -131,3 +138,55 @@ def test_the_admitted_prefix_settles_what_checking_every_candidate_would(
     if exact and top:  # rescoring reads these: none may be left unchecked
         near = [h for h in every if h[2] >= top[-1][2] - RESCORE_MARGIN]
         assert found[: len(near)] == near
+
+
+def test_a_graph_loaded_from_its_file_knows_every_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Loaded from its file, the graph knew no owner: each search looked up its
+    # 80 candidates one random read at a time, search after search until most
+    # vectors had been met.
+    path = tmp_path / "s.mind"
+    words = [f"memory {i} about topic {i % 7}" for i in range(300)]
+    with embedmind.Store.open(path, embedder=HashingEmbedder(16)) as store:
+        store.remember_many(words)
+        before = store.recall("memory about topic 3", mode="vector", k=5).ids
+    looked_up: list[int] = []
+    look_up = vector_owners._look_up
+
+    def counting(conn: apsw.Connection, vec_keys: Sequence[int], space: Any) -> dict[int, int]:
+        looked_up.append(len(vec_keys))
+        return look_up(conn, vec_keys, space)
+
+    monkeypatch.setattr(vector_owners, "_look_up", counting)
+    with embedmind.Store.open(path, embedder=HashingEmbedder(16)) as store:
+        after = store.recall("memory about topic 3", mode="vector", k=5).ids
+        index = store._vectors
+        assert index is not None and index.rebuilt == 0, "the saved file was loaded"
+        assert len(index.owners) == 300
+    assert after == before
+    assert looked_up == []
+
+
+@pytest.mark.parametrize("space", [vector_rows.MEMORY, vector_rows.FRAGMENTS])
+def test_learning_every_owner_reads_the_key_index_not_the_vectors(
+    tmp_path: Path, space: vector_rows.Space
+) -> None:
+    # The table's rows carry the vectors (1.6 GB at 1M); its index on key
+    # holds every (key, vec_key) pair in 14 MB.
+    with embedmind.Store.open(tmp_path / "s.mind", embedder=HashingEmbedder(16)) as store:
+        store.remember("one memory")
+    conn = apsw.Connection(str(tmp_path / "s.mind"))
+    statements: list[str] = []
+
+    def trace(_cursor: apsw.Cursor, sql: str, _bindings: object) -> bool:
+        statements.append(sql)
+        return True
+
+    conn.exec_trace = trace
+    OwnerMap().learn_all(conn, space)
+    conn.exec_trace = None
+    plans = [row[3] for sql in statements for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
+    assert [p for p in plans if p.startswith("SCAN")] == [
+        f"SCAN {space.table} USING COVERING INDEX {space.table}_by_memory"
+    ]

@@ -297,6 +297,7 @@ class VectorIndex:
                 if index is not None:
                     self._index, self._applied = index, entry.seq
                     self._from_file = True
+                    self.owners.learn_all(conn, self.space)
                     self._replay(conn, entry.seq)
                     return
             logger.warning("index file %s is missing, stale or corrupt: rebuilding", self.file_path)

@@ -7,6 +7,15 @@ vectors, far past the page cache), so at 100k that lookup cost about as much
 as the graph search it follows (measured: 6 ms of 16 per recall on a loaded
 machine). This map answers from a numpy array indexed by vec_key instead.
 
+A graph loaded from its file comes with no owners, and each search looked up
+its 80 candidates' owners, 80 random reads, for as many searches as it took
+to meet most vectors: at 1M vectors a new process's vector phase took 3.0-3.2
+ms at p50 over its first 400 searches against 2.2-2.6 ms with every owner
+known (5.8 ms when those rows were not in the page cache). So the load learns
+every owner in one scan of the table's index on ``key``
+(:meth:`OwnerMap.learn_all`: 0.7 s at 1M, against 1.2 s to read and restore
+the graph).
+
 It is only ever taught committed truth, which never changes: a vec_key is
 assigned once (``AUTOINCREMENT``) and a vector row is never moved to another
 memory, only deleted. Inside a write transaction the rows seen may be that
@@ -18,6 +27,7 @@ does not see has no owner, as before.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Sequence
@@ -63,6 +73,18 @@ class OwnerMap:
                 grown[: len(self._owners)] = self._owners
                 self._owners = grown
             self._owners[vecs] = owners
+
+    def learn_all(self, conn: apsw.Connection, space: Space = MEMORY) -> None:
+        """Learn the owner of every vector ``conn`` sees (when it sees committed rows).
+
+        Reads the index on ``key``, which holds each row's vec_key too: 14 MB at
+        1M vectors, where the table's rows carry 1.6 GB of vectors.
+        """
+        if not committed_view(conn):
+            return
+        rows = conn.execute(f"SELECT vec_key, key FROM {space.table}")
+        pairs = np.fromiter(itertools.chain.from_iterable(rows), np.int64).reshape(-1, 2)
+        self.learn(conn, pairs[:, 0], pairs[:, 1])
 
     def owners(
         self, conn: apsw.Connection, vec_keys: npt.NDArray[np.int64], space: Space = MEMORY
