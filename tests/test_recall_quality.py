@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import embedmind
-from embedmind.backend.sqlite import vector_rows, vector_search
+from embedmind.backend.sqlite import records, vector_rows
 from embedmind.cli import demo
 from embedmind.embedders.hashing import HashingEmbedder
 from embedmind.engine.recall import FUSION_DEPTH
@@ -227,7 +227,7 @@ def test_vector_mode_checks_the_filter_on_about_the_memories_it_reports(
     rng = np.random.default_rng(11)
     vectors = rng.standard_normal((400, 32)).astype(np.float32)
     checked: list[int] = []
-    passing = vector_search._passing
+    passing = records.keys_passing
 
     def counting(conn: Any, keys: list[int], *args: Any) -> Any:
         checked.append(len(keys))
@@ -236,7 +236,7 @@ def test_vector_mode_checks_the_filter_on_about_the_memories_it_reports(
     with embedmind.Store.open(":memory:", embedder=HashingEmbedder(dims=32)) as store:
         store.remember_many([embedmind.Draft(f"m{i}", vector=v) for i, v in enumerate(vectors)])
         deep = store.recall("", vector=vectors[3], k=FUSION_DEPTH, mode="vector")
-        monkeypatch.setattr(vector_search, "_passing", counting)
+        monkeypatch.setattr(records, "keys_passing", counting)
         answer = store.recall("", vector=vectors[3], k=k, mode="vector")
     assert answer.ids == deep.ids[:k] and answer[0].content == "m3"
     assert [h.score for h in answer] == [h.score for h in deep][:k]

@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ParamSpec, TypeVar
 
@@ -36,7 +35,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from embedmind.backend.sqlite import vector_rows, workers
+from embedmind.backend.sqlite import records, vector_rows, workers
 from embedmind.backend.sqlite.hnsw import Tail, VectorIndex, default_ef
 from embedmind.backend.sqlite.vector_owners import UNKNOWN
 from embedmind.backend.sqlite.vector_rows import MEMORY, Space
@@ -348,7 +347,7 @@ def admitted_prefix(
         chunk = rows[checked : checked + step]
         fresh = {owner for _, owner, _ in chunk} - seen
         seen |= fresh
-        passing.update(_passing(conn, sorted(fresh), condition))
+        passing |= records.keys_passing(conn, sorted(fresh), *condition)
         kept = [row for row in chunk if row[1] in passing]
         found += kept
         if spare and len(kept) < len(chunk):
@@ -374,22 +373,6 @@ def _near(ordered: Sequence[Found], hit: Found) -> list[Found]:
     """
     floor = hit[2] - RESCORE_MARGIN
     return list(itertools.takewhile(lambda h: h[2] >= floor, ordered))
-
-
-def _passing(
-    conn: apsw.Connection, keys: list[int], condition: tuple[str, Sequence[Any]]
-) -> list[int]:
-    """The ``keys`` whose memory rows ``condition`` admits."""
-    if not keys:
-        return []
-    # CROSS JOIN fixes the join order: from the given keys to their rows (a
-    # plain ``m.key IN (...)`` let the planner walk an index of the condition
-    # first, measured 2x slower at 80 keys).
-    sql = (
-        "SELECT m.key FROM json_each(?) AS j CROSS JOIN memories AS m "
-        f"WHERE m.key = j.value AND {condition[0]}"
-    )
-    return [row[0] for row in conn.execute(sql, (json.dumps(keys), *condition[1]))]
 
 
 def select(ordered: Iterable[Found], k: int, cap: int | None) -> list[Found]:
