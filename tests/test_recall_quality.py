@@ -175,29 +175,42 @@ def test_vector_mode_scores_are_exact_cosines(k: int) -> None:
         assert hit.score == pytest.approx(exact, abs=1e-6), hit.content
 
 
+def _call_sizes(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
+    """Patch ``module.name(conn, keys, ...)`` to record ``len(keys)`` of each call."""
+    sizes: list[int] = []
+    original = getattr(module, name)
+
+    def counting(conn: Any, keys: list[int], *args: Any) -> Any:
+        sizes.append(len(keys))
+        return original(conn, keys, *args)
+
+    monkeypatch.setattr(module, name, counting)
+    return sizes
+
+
 @pytest.mark.parametrize("k", [1, 5])
-def test_vector_mode_reads_back_only_the_rows_it_reports(
+def test_vector_mode_reads_about_the_rows_it_reports(
     k: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Each float32 row read back for an exact score is a random read of the
-    # largest table (26 ms a query at 1M when it read all FUSION_DEPTH).
+    # largest table (26 ms a query at 1M when it read all FUSION_DEPTH). Each
+    # memory checked against the filter is a random read of the memories
+    # table: vector mode settled FUSION_DEPTH hits (25 rows checked a query)
+    # and reported k of them.
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((400, 32)).astype(np.float32)
-    read: list[int] = []
-    load = vector_rows.load
-
-    def counting(conn: Any, vec_keys: list[int], *args: Any) -> Any:
-        read.append(len(vec_keys))
-        return load(conn, vec_keys, *args)
-
     with embedmind.Store.open(":memory:", embedder=HashingEmbedder(dims=32)) as store:
         store.remember_many([embedmind.Draft(f"m{i}", vector=v) for i, v in enumerate(vectors)])
-        store.recall("", vector=vectors[0], k=k, mode="vector")  # the index is built
-        monkeypatch.setattr(vector_rows, "load", counting)
+        deep = store.recall("", vector=vectors[3], k=FUSION_DEPTH, mode="vector")
+        read = _call_sizes(monkeypatch, vector_rows, "load")
+        checked = _call_sizes(monkeypatch, records, "keys_passing")
         answer = store.recall("", vector=vectors[3], k=k, mode="vector")
-    assert answer.ids and answer[0].content == "m3"
-    # About k rows (those within float16's error of the k-th), never the fusion depth.
+    assert answer.ids == deep.ids[:k] and answer[0].content == "m3"
+    assert [h.score for h in answer] == [h.score for h in deep][:k]
+    # About k of each (and those float16's error could reorder after the k-th),
+    # never the fusion depth.
     assert 0 < sum(read) <= k + 3 < FUSION_DEPTH
+    assert 0 < sum(checked) <= k + 8 < FUSION_DEPTH
 
 
 def test_a_vector_mode_score_does_not_depend_on_k() -> None:
@@ -215,30 +228,3 @@ def test_a_vector_mode_score_does_not_depend_on_k() -> None:
                 scores.setdefault(hit.id, set()).add(hit.score)
     assert len(scores) == 40
     assert {key: s for key, s in scores.items() if len(s) > 1} == {}
-
-
-@pytest.mark.parametrize("k", [1, 5])
-def test_vector_mode_checks_the_filter_on_about_the_memories_it_reports(
-    k: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Each memory the filter is checked on is a random read of the memories
-    # table at a million: vector mode settled FUSION_DEPTH hits (25 rows
-    # checked a query) and reported k of them.
-    rng = np.random.default_rng(11)
-    vectors = rng.standard_normal((400, 32)).astype(np.float32)
-    checked: list[int] = []
-    passing = records.keys_passing
-
-    def counting(conn: Any, keys: list[int], *args: Any) -> Any:
-        checked.append(len(keys))
-        return passing(conn, keys, *args)
-
-    with embedmind.Store.open(":memory:", embedder=HashingEmbedder(dims=32)) as store:
-        store.remember_many([embedmind.Draft(f"m{i}", vector=v) for i, v in enumerate(vectors)])
-        deep = store.recall("", vector=vectors[3], k=FUSION_DEPTH, mode="vector")
-        monkeypatch.setattr(records, "keys_passing", counting)
-        answer = store.recall("", vector=vectors[3], k=k, mode="vector")
-    assert answer.ids == deep.ids[:k] and answer[0].content == "m3"
-    assert [h.score for h in answer] == [h.score for h in deep][:k]
-    # The first step checks k and a few more (those float16 could reorder after).
-    assert 0 < sum(checked) <= k + 8 < FUSION_DEPTH
