@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from embedmind_bench.folders import disk_bytes
 from embedmind_bench.lexical_engines import ENGINES, LexicalEngine, unavailable_reason
 from embedmind_bench.machine import disk_read_kb
 from embedmind_bench.progress import Progress, ProgressFactory, silent
@@ -91,11 +92,6 @@ def _percentile_ms(latencies_ns: Sequence[int], q: float) -> float:
     return float(np.percentile(np.asarray(latencies_ns, dtype=np.float64), q)) / 1e6
 
 
-def _disk_bytes(path: Path) -> int:
-    """Return the total size of the files under ``path``."""
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 def _build(
     name: str, docs: Sequence[str], workdir: Path, progress: ProgressFactory
 ) -> tuple[LexicalEngine | None, EngineResult]:
@@ -121,7 +117,7 @@ def _build(
     finally:
         bar.close()
     # Everything the engine left on disk, write-ahead logs included.
-    result.index_bytes = _disk_bytes(home)
+    result.index_bytes = disk_bytes(home)
     return engine, result
 
 

@@ -44,6 +44,7 @@ import numpy as np
 
 from embedmind_bench import locomo_data, metrics, peers_scoring
 from embedmind_bench.corpus import CorpusSpec, iter_documents, make_queries
+from embedmind_bench.folders import disk_bytes, read_files
 from embedmind_bench.optional import load
 from embedmind_bench.peer_engines import ENGINES, REQUIRES, PeerEngine, Session
 from embedmind_bench.peers_report import locomo_table, ratios, synthetic_table
@@ -125,26 +126,6 @@ class Corpus:
     """Each document's ``(session_id, created_at)`` (LoCoMo's protocol), given to every engine."""
 
 
-def _files(root: Path) -> list[Path]:
-    """The files under ``root``, in name order."""
-    return sorted(p for p in root.rglob("*") if p.is_file())
-
-
-def _disk_bytes(path: Path) -> int:
-    """Total size of the files under ``path``."""
-    return sum(p.stat().st_size for p in _files(path))
-
-
-def _read_files(root: Path) -> int:
-    """Read every file under ``root`` once, through the OS page cache; return the bytes read."""
-    total, buffer = 0, bytearray(1 << 24)
-    for path in _files(root):
-        with path.open("rb") as file:
-            while read := file.readinto(buffer):
-                total += read
-    return total
-
-
 def _build(
     name: str, corpus: Corpus, root: Path, context: dict[str, Any]
 ) -> tuple[PeerEngine | None, dict[str, Any]]:
@@ -197,12 +178,8 @@ def _measure(
         engine, builds[name] = _build(name, corpus, workdir / name, context)
         if engine is not None:
             engines[name] = engine
-    # Each engine's files are read once before any query is timed. They are
-    # built in turn, so the first would otherwise answer from pages the OS
-    # dropped while the others were built (a VM's DAMON scheme pages out file
-    # pages left alone for a minute), and the last from a warm cache.
-    for name in engines:
-        _read_files(workdir / name)
+    for name in engines:  # built in turn: each answers from a warm cache
+        read_files(workdir / name)
     searchers = {}
     for name, engine in engines.items():
         for mode, search in engine.modes().items():
@@ -214,7 +191,7 @@ def _measure(
     bar.close()
     for name, engine in engines.items():
         engine.close()
-        builds[name]["disk_bytes"] = _disk_bytes(workdir / name)
+        builds[name]["disk_bytes"] = disk_bytes(workdir / name)
     shutil.rmtree(workdir, ignore_errors=True)
     return builds, runs
 

