@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from call_sizes import call_sizes
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -175,19 +176,6 @@ def test_vector_mode_scores_are_exact_cosines(k: int) -> None:
         assert hit.score == pytest.approx(exact, abs=1e-6), hit.content
 
 
-def _call_sizes(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
-    """Patch ``module.name(conn, keys, ...)`` to record ``len(keys)`` of each call."""
-    sizes: list[int] = []
-    original = getattr(module, name)
-
-    def counting(conn: Any, keys: list[int], *args: Any) -> Any:
-        sizes.append(len(keys))
-        return original(conn, keys, *args)
-
-    monkeypatch.setattr(module, name, counting)
-    return sizes
-
-
 @pytest.mark.parametrize("k", [1, 5])
 def test_vector_mode_reads_about_the_rows_it_reports(
     k: int, monkeypatch: pytest.MonkeyPatch
@@ -202,8 +190,8 @@ def test_vector_mode_reads_about_the_rows_it_reports(
     with embedmind.Store.open(":memory:", embedder=HashingEmbedder(dims=32)) as store:
         store.remember_many([embedmind.Draft(f"m{i}", vector=v) for i, v in enumerate(vectors)])
         deep = store.recall("", vector=vectors[3], k=FUSION_DEPTH, mode="vector")
-        read = _call_sizes(monkeypatch, vector_rows, "load")
-        checked = _call_sizes(monkeypatch, records, "keys_passing")
+        read = call_sizes(monkeypatch, vector_rows, "load")
+        checked = call_sizes(monkeypatch, records, "keys_passing")
         answer = store.recall("", vector=vectors[3], k=k, mode="vector")
     assert answer.ids == deep.ids[:k] and answer[0].content == "m3"
     assert [h.score for h in answer] == [h.score for h in deep][:k]

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import apsw
 import numpy as np
 import pytest
+from call_sizes import call_sizes
 from hypothesis import example, given
 from hypothesis import strategies as st
+from query_plans import plan, traced
 
 import embedmind
 from embedmind.backend.sqlite import vector_owners, vector_rows
 from embedmind.backend.sqlite.vector_owners import UNKNOWN, OwnerMap
-from embedmind.backend.sqlite.vector_search import RESCORE_MARGIN, admitted_prefix, select
+from embedmind.backend.sqlite.vector_search import (
+    RESCORE_MARGIN,
+    Found,
+    admitted_prefix,
+    select,
+)
 from embedmind.embedders.hashing import HashingEmbedder
 
 
@@ -106,17 +111,14 @@ def test_the_admitted_prefix_settles_what_checking_every_candidate_would(
     sims = np.array([s for _, s in hits], np.float32)
     order = np.lexsort((vecs, -sims))
     ranked = (vecs[order], owners[order], sims[order])
-    statements: list[str] = []
-
-    def trace(_cursor: apsw.Cursor, sql: str, _bindings: object) -> bool:
-        statements.append(sql)
-        return True
-
-    db.exec_trace = trace
-    found, wanted, share = admitted_prefix(
-        db, ranked, ("m.ok = 1", []), k, cap, exact=exact, spare=spare
+    result: list[tuple[list[Found], int, float]] = []
+    statements = traced(
+        db,
+        lambda: result.append(
+            admitted_prefix(db, ranked, ("m.ok = 1", []), k, cap, exact=exact, spare=spare)
+        ),
     )
-    db.exec_trace = None
+    found, wanted, share = result[0]
     every = [h for h in zip(*(a.tolist() for a in ranked), strict=True) if h[1] in admitted]
     assert found == every[: len(found)]
     if hits and len(every) == len(hits):
@@ -151,14 +153,7 @@ def test_a_graph_loaded_from_its_file_knows_every_owner(
     with embedmind.Store.open(path, embedder=HashingEmbedder(16)) as store:
         store.remember_many(words)
         before = store.recall("memory about topic 3", mode="vector", k=5).ids
-    looked_up: list[int] = []
-    look_up = vector_owners._look_up
-
-    def counting(conn: apsw.Connection, vec_keys: Sequence[int], space: Any) -> dict[int, int]:
-        looked_up.append(len(vec_keys))
-        return look_up(conn, vec_keys, space)
-
-    monkeypatch.setattr(vector_owners, "_look_up", counting)
+    looked_up = call_sizes(monkeypatch, vector_owners, "_look_up")
     with embedmind.Store.open(path, embedder=HashingEmbedder(16)) as store:
         after = store.recall("memory about topic 3", mode="vector", k=5).ids
         index = store._vectors
@@ -177,16 +172,8 @@ def test_learning_every_owner_reads_the_key_index_not_the_vectors(
     with embedmind.Store.open(tmp_path / "s.mind", embedder=HashingEmbedder(16)) as store:
         store.remember("one memory")
     conn = apsw.Connection(str(tmp_path / "s.mind"))
-    statements: list[str] = []
-
-    def trace(_cursor: apsw.Cursor, sql: str, _bindings: object) -> bool:
-        statements.append(sql)
-        return True
-
-    conn.exec_trace = trace
-    OwnerMap().learn_all(conn, space)
-    conn.exec_trace = None
-    plans = [row[3] for sql in statements for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
+    statements = traced(conn, lambda: OwnerMap().learn_all(conn, space))
+    plans = [step for sql, bindings in statements for step in plan(conn, sql, bindings)]
     assert [p for p in plans if p.startswith("SCAN")] == [
         f"SCAN {space.table} USING COVERING INDEX {space.table}_by_memory"
     ]
