@@ -13,6 +13,7 @@ This module sits at the bottom of the import layers: it imports only
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 from typing import TypeGuard
 
@@ -201,6 +202,39 @@ def finite_number(
             return number
     default = "expected a positive finite number" if positive else "expected a finite number"
     raise InvalidInputError(field, message or default)
+
+
+_MAX_SECONDS = _dt.timedelta.max.total_seconds()
+
+
+def seconds(value: object, field: str) -> _dt.timedelta:
+    """Check a duration given in seconds (a CLI flag, a tool argument) and return it.
+
+    ``timedelta(seconds=...)`` raises a bare ``OverflowError`` or
+    ``ValueError`` for a non-finite or huge number; this says what to pass.
+    A duration that ends past the year 9999 is refused later, where the
+    instant is computed.
+
+    Raises:
+        InvalidInputError: When ``value`` is not a positive finite number, or
+            is longer than a ``timedelta`` holds.
+
+    Example:
+        >>> seconds(90, "ttl")
+        datetime.timedelta(seconds=90)
+        >>> seconds(float("inf"), "ttl")
+        Traceback (most recent call last):
+        ...
+        embedmind.errors.InvalidInputError: ttl: expected a positive finite number of seconds
+    """
+    number = finite_number(
+        value, field, positive=True, message="expected a positive finite number of seconds"
+    )
+    if number >= _MAX_SECONDS:
+        raise InvalidInputError(
+            field, f"expected fewer than {_MAX_SECONDS:,.0f} seconds (2.7 million years)"
+        )
+    return _dt.timedelta(seconds=number)
 
 
 def _int_message(low: int | None, high: int | None) -> str:

@@ -103,22 +103,37 @@ REPAIR_HINT = (
 
 
 class DamagedRecordError(StorageError):
-    """A stored memory no longer reads back as it was written; other memories are unaffected.
+    """A stored record no longer reads back as it was written; other records are unaffected.
+
+    The record is a memory (its row, or the entity names and relations it
+    carries) or, when ``link`` is set, a namespace link.
 
     Attributes:
         ids: The damaged memories (their internal key as ``"key:N"`` when even
-            the id cannot be read).
-        reason: What is wrong, e.g. ``"content is not valid UTF-8"``.
+            the id cannot be read); empty for a namespace link.
+        reason: What is wrong, beginning with the field, e.g. ``"content is
+            not valid UTF-8"`` or ``"relations: a kind is not valid UTF-8"``.
+        link: ``(src, dst)`` of a damaged namespace link, else ``None``.
     """
 
-    def __init__(self, ids: list[str], reason: str) -> None:
-        named = ", ".join(repr(i) for i in ids[:10]) + (" ..." if len(ids) > 10 else "")
-        super().__init__(
-            f"memory {named} is damaged in the store file ({reason}); {REPAIR_HINT}; "
-            "`embedmind doctor --verify` lists every damaged memory"
-        )
+    def __init__(self, ids: list[str], reason: str, *, link: tuple[str, str] | None = None) -> None:
+        if link is None:
+            named = ", ".join(repr(i) for i in ids[:10]) + (" ..." if len(ids) > 10 else "")
+            message = (
+                f"memory {named} is damaged in the store ({reason}); {REPAIR_HINT}; "
+                "on SQLite, `embedmind doctor --verify` lists every memory whose row is damaged"
+            )
+        else:
+            src, dst = link
+            message = (
+                f"namespace link {src!r} -> {dst!r} is damaged in the store ({reason}); "
+                f"link them again with store.link_namespaces({src!r}, {dst!r}, ...) "
+                f"or remove it with store.unlink({src!r}, {dst!r})"
+            )
+        super().__init__(message)
         self.ids = tuple(ids)
         self.reason = reason
+        self.link = link
 
 
 class RedactionIncompleteError(StorageError, TimeoutError):

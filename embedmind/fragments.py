@@ -231,6 +231,7 @@ class Fragments:
             if isinstance(payload, str):
                 # Stored as UTF-8 text: a lone surrogate would fail inside the transaction.
                 no_surrogates(payload, "fragments")
+                self._backend.check_text(payload, "fragments")
             texts.append(payload if isinstance(payload, str) else None)
             given.append(payload)
         to_embed = [t for t in texts if t is not None]

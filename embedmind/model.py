@@ -248,7 +248,8 @@ class Stats:
         graph_entities: Distinct entity names.
         graph_relations: Stored relations (each counted once).
         embedder: The embedding model recorded in the store, if any.
-        file_bytes: Size of the database file plus its WAL.
+        file_bytes: Size of the database file plus its WAL (PostgreSQL: of the
+            store's tables on the server, with their indexes and TOAST).
         schema_version: The store's schema version.
         missing_vectors: Live memories without a vector, in a store that has
             an embedding model: written while it was open with

@@ -12,13 +12,19 @@ from types import TracebackType
 from typing import Any
 
 from embedmind import exit_close
+from embedmind.backend.locations import masked
 from embedmind.backend.protocol import Backend
 from embedmind.backend.values import OpenOptions, Synchronous
 from embedmind.embedders.adapt import DEFAULT, identity, resolve
 from embedmind.embedders.protocol import Embedder
 from embedmind.engine.commit import CommitPath, Parts, save_index_after
 from embedmind.engine.state import Engine
-from embedmind.errors import EmbedderMismatchError, InvalidInputError, StorageError
+from embedmind.errors import (
+    EmbedderMismatchError,
+    InvalidInputError,
+    NotFoundError,
+    StorageError,
+)
 from embedmind.fragments import Fragments
 from embedmind.plugins import backend_for, built_in_backend, embedder_factory, resolve_embedder
 from embedmind.policies import EvictionPolicy, FragmentPolicy
@@ -93,6 +99,7 @@ class Store(
         fragment_policy: FragmentPolicy | None = None,
         eviction: EvictionPolicy | None = None,
         session_context: bool | None = None,
+        create: bool = True,
     ) -> Store:
         """Open (creating if missing) the store at ``path``; ``":memory:"`` is a throwaway.
 
@@ -133,11 +140,15 @@ class Store(
                 (other writers wait, readers do not). On LoCoMo it
                 lifts hybrid recall@10 from 0.666 to 0.731 and hit@10 from
                 0.730 to 0.802 (``docs/benchmarks.md``).
+            create: ``False`` opens only a store that exists, and creates
+                nothing otherwise: a mistyped path is an error, not a new
+                empty store (on PostgreSQL, a schema no store was written to).
 
         Returns:
             The open store.
 
         Raises:
+            NotFoundError: When ``create`` is false and no store is at ``path``.
             InvalidInputError: When an argument is invalid.
             SchemaVersionError: When the file was written by a newer embedmind.
             EmbedderMismatchError: When the store's vectors come from another model.
@@ -147,7 +158,9 @@ class Store(
         """
         if session_context is not None and not isinstance(session_context, bool):
             raise InvalidInputError("session_context", "expected True, False or None")
-        backend = _open_backend(path, synchronous, busy_timeout)
+        if not isinstance(create, bool):
+            raise InvalidInputError("create", "expected True or False")
+        backend = _open_backend(path, synchronous, busy_timeout, create)
         try:
             if embedder == DEFAULT:
                 embedder = _recorded_model(backend) or DEFAULT
@@ -214,11 +227,23 @@ class Store(
 
 
 def _open_backend(
-    path: str | os.PathLike[str], synchronous: Synchronous, busy_timeout: float
+    path: str | os.PathLike[str], synchronous: Synchronous, busy_timeout: float, create: bool
 ) -> Backend:
-    """Open the store at ``path`` with the registered backend that claims it."""
+    """Open the store at ``path`` with the registered backend that claims it.
+
+    Raises:
+        NotFoundError: When ``create`` is false and the backend finds no store there.
+    """
     location = os.fspath(path) if isinstance(path, str | os.PathLike) else path
     factory = backend_for(location) if isinstance(location, str) else built_in_backend()
+    if not create and not factory.exists(location):
+        shown = masked(location) if isinstance(location, str) else repr(location)
+        error = NotFoundError(shown, what="store")
+        error.args = (  # NotFoundError's own wording is about memories
+            f"store {shown!r} does not exist (nothing was created): fix the path, "
+            "or pass create=True to create it",
+        )
+        raise error
     return factory.open(OpenOptions(location, synchronous, busy_timeout))  # type: ignore[no-any-return]
 
 

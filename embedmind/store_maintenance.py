@@ -75,6 +75,11 @@ class MaintenanceMethods(Facade):
         grows; a crash at any step leaves a valid store (each step is a
         transaction).
 
+        On PostgreSQL every table of the store is rewritten (``VACUUM FULL``),
+        each under an exclusive lock its readers and writers wait on, so that
+        no data file keeps a byte of a redacted or deleted value
+        (``docs/how-to/postgres.md``).
+
         Args:
             progress: Called with a short description as each step starts.
             checkpoint_timeout: Seconds each of its two WAL checkpoints waits in
@@ -87,6 +92,8 @@ class MaintenanceMethods(Facade):
 
         Raises:
             InvalidInputError: When ``checkpoint_timeout`` is not a positive number.
+            StoreBusyError: On PostgreSQL, when a transaction held a table
+                past ``busy_timeout``.
         """
         return maintenance.vacuum(
             self._engine, progress=progress, checkpoint_timeout=checkpoint_timeout

@@ -1,10 +1,18 @@
 """The full scan behind ``embedmind doctor --verify``: rows, index files, SQLite's own check.
 
 Reads only, in short transactions of :data:`PAGE` rows, so a scan of a large
-store never holds writers off. A damaged memory row (text that is not UTF-8,
-content off its fingerprint) or a failing ``PRAGMA integrity_check`` makes the
-report not ``ok``; an index file that does not match its registry entry is
-only noted, since index files are caches the next open rebuilds.
+store never holds writers off. A damaged memory row or a failing ``PRAGMA
+integrity_check`` makes the report not ``ok``; an index file that does not
+match its registry entry is only noted, since index files are caches the next
+open rebuilds.
+
+A row is damaged when a read would refuse it
+(:mod:`embedmind.backend.sqlite.integrity`): a text column that is not UTF-8,
+content off its fingerprint, metadata or tags that are not a JSON object or a
+list of strings, an unknown tier or level, a time outside the years 1-9999, a
+confidence (or prior confidence) outside [0, 1], a negative access count.
+Entity names, relations and namespace links are not scanned: a read of a
+damaged one names it (:mod:`embedmind.backend.graph_values`).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from embedmind.backend.sqlite import fileio, integrity, vector_rows
+from embedmind.backend.sqlite.database import Database
 from embedmind.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -84,9 +93,9 @@ def verify(store: Store) -> VerifyReport:
         True
     """
     db = store._db  # the SQLite backend's database: this checks its file and rows
-    if db is None:
+    if not isinstance(db, Database):  # PostgreSQL's backend has a `database` too
         raise InvalidInputError(
-            "store", "verify checks SQLite stores; this one has another backend"
+            "store", "verify checks SQLite stores; this one has another backend (nothing checked)"
         )
     damaged: list[DamagedMemory] = []
     rows, after = 0, 0

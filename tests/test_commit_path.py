@@ -253,9 +253,10 @@ def test_every_public_method_is_classified() -> None:
 def test_the_mcp_and_cli_writes_are_the_rows_above() -> None:
     # The MCP remember tool, `embedmind import` and `embedmind remember` call these methods.
     mcp_server = inspect.getsource(importlib.import_module("embedmind.cli.mcp_server"))
-    cli = inspect.getsource(importlib.import_module("embedmind.cli.main"))
+    commands = inspect.getsource(importlib.import_module("embedmind.cli.memories"))
+    upkeep = inspect.getsource(importlib.import_module("embedmind.cli.upkeep"))
     assert "store.remember_detailed(" in mcp_server
-    assert "store.import_jsonl(" in cli and "store.remember(" in cli
+    assert "store.import_jsonl(" in upkeep and "store.remember(" in commands
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ def _expected(op: str, arg: Any, present: bool, value: Any) -> bool:
         return empty if arg else not empty
     if not present or not isinstance(value, str):
         return False
-    return arg in value if op == "$match" else arg.lower() in value.lower()
+    return arg in value if op == "$match" else arg.casefold() in value.casefold()
 
 
 @settings(max_examples=200, deadline=None)

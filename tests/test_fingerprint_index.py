@@ -11,7 +11,8 @@ from schema_files import file_at_version, indexes
 
 import embedmind
 from embedmind import drafts
-from embedmind.backend.sqlite import integrity, migrations
+from embedmind.backend import memory_rows
+from embedmind.backend.sqlite import migrations
 
 
 def _fill(store: embedmind.Store, n: int) -> None:
@@ -46,7 +47,7 @@ def test_fingerprints_that_share_the_indexed_prefix_are_told_apart(
         return "0" * migrations.FINGERPRINT_PREFIX + real(content)[migrations.FINGERPRINT_PREFIX :]
 
     monkeypatch.setattr(drafts, "fingerprint", colliding)
-    monkeypatch.setattr(integrity, "fingerprint", colliding)
+    monkeypatch.setattr(memory_rows, "fingerprint", colliding)
     with embedmind.Store.open(":memory:", embedder=None) as store:
         first = store.remember("Alice prefers green tea", namespace="n", tier="semantic")
         second = store.remember("Bob prefers black coffee", namespace="n", tier="semantic")

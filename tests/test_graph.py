@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -232,3 +233,68 @@ def test_vacuum_preserves_superseded_memories_and_the_chain(tmp_path) -> None:  
         assert store.recall("rust fact").ids == [b.id]
         assert [m.id for m in store.lineage(b.id).older] == [a.id]
         assert store.stats().graph_entities == 1  # "doom" left with its memory
+
+
+@pytest.mark.parametrize("forgotten", [False, True])
+def test_an_upsert_of_a_superseded_version_never_makes_a_second_head(
+    store: embedmind.Store, forgotten: bool
+) -> None:
+    """Writing an old version's id again rewrites that version; its successor stays the head.
+
+    Clearing its supersession would leave two current versions of one memory,
+    the fork that superseding it twice is refused for, with no lineage showing
+    the second.
+    """
+    old = store.remember("the office is on floor 2", id="office", now=T0)
+    new = store.remember("the office is on floor 5", supersedes=[old.id],
+                         now=T0 + dt.timedelta(days=1))  # fmt: skip
+    if forgotten:
+        store.forget(old.id)
+    store.remember("the office was on floor 2 (typo fixed)", id="office",
+                   now=T0 + dt.timedelta(days=2))  # fmt: skip
+    again = store.get("office")
+    assert again is not None
+    assert again.content == "the office was on floor 2 (typo fixed)"
+    assert again.superseded_by == new.id
+    assert (again.valid_from, again.valid_to) == (old.valid_from, new.valid_from)
+    assert [m.id for m in store.lineage(new.id).older] == ["office"]
+    heads = [h.memory.id for h in store.recall("office floor", k=10, mode="text").hits]
+    assert heads == [new.id]
+
+
+@pytest.mark.parametrize("rewritten", [[], ["Ada Lovelace"]], ids=["no-entities", "new-entities"])
+def test_an_upsert_removes_the_entity_names_no_memory_uses_any_more(
+    store: embedmind.Store, rewritten: list[str]
+) -> None:
+    """A name only the rewritten memory carried goes with it, as a delete's does.
+
+    Left in ``entities`` it stayed live for ever (``vacuum`` keeps live rows):
+    a user who rewrites a memory to take a person's name out expects it gone.
+    Names another memory still carries stay.
+    """
+    store.remember("Zelda met the team", id="z", entities=["Zelda Quimby", "team"])
+    store.remember("the team ships on Friday", id="t", entities=["team"])
+    store.remember("Zelda left; the team met", id="z", entities=rewritten)
+    assert store.entity_members("Zelda Quimby") == []
+    assert store.entities_of("z") == sorted(rewritten)
+    assert [m.id for m in store.entity_members("team")] == ["t"]
+    assert store.stats().graph_entities == 1 + len(rewritten)  # "team" and the new names
+    store.remember("Zelda left; the team met", id="z", entities=rewritten)  # the same again
+    assert store.entities_of("z") == sorted(rewritten)
+    assert store.stats().graph_entities == 1 + len(rewritten)
+
+
+def test_vacuum_leaves_no_byte_of_an_entity_name_an_upsert_removed(tmp_path: Path) -> None:
+    """The SQLite file (and its WAL) holds no byte of the name once vacuumed."""
+    path = tmp_path / "u.mind"
+    with embedmind.Store.open(path, embedder=HashingEmbedder(32)) as store:
+        if store._backend.capabilities.name != "sqlite":
+            pytest.skip("PostgreSQL: tests/postgres/test_guarantees.py scans the data directory")
+        store.remember_many([f"weather report number {i}" for i in range(50)])
+        store.remember("Zelda met the team", id="z", entities=["Zelda Quimby"])
+        store.remember("someone met the team", id="z")
+        store.vacuum()
+        assert store.entity_members("Zelda Quimby") == []
+    for name in ("u.mind", "u.mind-wal"):
+        file = tmp_path / name
+        assert not file.exists() or b"Zelda Quimby" not in file.read_bytes(), name

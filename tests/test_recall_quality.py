@@ -173,7 +173,7 @@ def test_vector_mode_scores_are_exact_cosines(k: int) -> None:
     for hit in answer:
         vector = np.asarray(embedder.embed_documents([hit.content])[0], np.float32)
         exact = float(vector @ query / np.linalg.norm(vector) / np.linalg.norm(query))
-        assert hit.score == pytest.approx(exact, abs=1e-6), hit.content
+        assert hit.channels["vector"].raw == pytest.approx(exact, abs=1e-6), hit.content
 
 
 @pytest.mark.parametrize("k", [1, 5])

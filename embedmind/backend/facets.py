@@ -342,6 +342,24 @@ class RecordWrites(Records, Protocol):
         """Remove rows at once with everything derived: tags, text, vectors, fragments, edges."""
         ...
 
+    def find(self, memory_id: str) -> RowRef | None:
+        """The row holding ``memory_id``, forgotten or not, held as :meth:`find_many` holds it."""
+        ...
+
+    def find_many(self, ids: Sequence[str]) -> dict[str, RowRef]:
+        """The rows holding any of ``ids``, forgotten or not, held until the transaction ends.
+
+        Held: the row as the last writer committed it (waiting for a writer
+        that holds it), and no other writer changes or removes it until this
+        transaction ends, so a check made on it still holds when the write
+        that follows it lands. A backend that serialises its writers (SQLite)
+        holds every row already; one that does not locks these, in key order.
+        An id no row holds is not held: two writers may both insert it, and
+        the second's insert raises
+        :class:`~embedmind.backend.protocol.ConcurrentWriteError`.
+        """
+        ...
+
     def set_content(self, key: int, content: str, fingerprint: str, now: int) -> None:
         """Replace a memory's content in place (redaction; secure delete if capable)."""
         ...
@@ -390,8 +408,16 @@ class GraphWrites(Graph, Protocol):
         """Forget a re-authored memory's entities and outgoing relations, except ``keep_kind``."""
         ...
 
-    def mark_superseded(self, key: int, by: str, valid_to: int, now: int) -> None:
-        """Flag a memory as replaced by ``by``; its validity ends at ``valid_to``."""
+    def mark_superseded(self, key: int, by: str, valid_to: int, now: int) -> bool:
+        """Flag a memory as replaced by ``by``; its validity ends at ``valid_to``.
+
+        One statement that checks and writes: a memory already replaced by
+        another is left as it is.
+
+        Returns:
+            Whether it is now replaced by ``by`` (``False``: another memory
+            replaced it first).
+        """
         ...
 
     def restore(self, key: int, now: int) -> None:

@@ -22,6 +22,14 @@ only a backend turns them into its own query language. Rows are named by an
 integer **key** the backend assigns (stable for a row's life, never reused
 while the store is open); ids are the caller's names.
 
+A write session's ``records.find`` and ``records.find_many`` hold the rows
+they return until the transaction ends (:class:`RecordWrites`), so a check
+made on them (superseded already? in which namespace? which content to
+unindex?) still holds when the write that follows it lands. A transaction
+that a concurrent writer made fail, and only that, raises
+:class:`ConcurrentWriteError`: nothing of it is stored, and the engine runs
+the whole write again (:func:`embedmind.engine.commit.retrying`).
+
 A backend registers through the ``register_backends`` hook (the built-in
 SQLite one exactly as a third-party one would); :meth:`embedmind.Store.open`
 picks it from the path or URL (:func:`embedmind.plugins.backend_for`). What it
@@ -64,6 +72,8 @@ from embedmind.backend.values import (
     Space,
     VectorHit,
 )
+from embedmind.drafts import Prepared
+from embedmind.errors import StorageError, StoreBusyError
 
 __all__ = [
     "AliasWrites",
@@ -72,6 +82,7 @@ __all__ = [
     "BackendFactory",
     "Capabilities",
     "Channels",
+    "ConcurrentWriteError",
     "Edge",
     "FragmentWrites",
     "Fragments",
@@ -95,6 +106,34 @@ __all__ = [
     "VectorHit",
     "WriteSession",
 ]
+
+
+class ConcurrentWriteError(StoreBusyError):
+    """A write transaction rolled back only because a concurrent writer got there first.
+
+    A backend raises it when its concurrency control, not the input, ended the
+    transaction: two writers inserting one new id at once (the second meets the
+    first's row as that one commits), or two writers each waiting for a row the
+    other holds (a deadlock). Nothing of the transaction is stored, and the same
+    write run again reads what the other writer committed (the id is then an
+    upsert, or a :class:`~embedmind.errors.ConflictError` from another
+    namespace), so the engine runs it again; a caller meets it only once
+    those runs are used up, as the :class:`~embedmind.errors.StoreBusyError` it is.
+
+    Attributes:
+        path: The store.
+        waited: Always 0: the transaction did not time out.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        # StoreBusyError's own message speaks of a lock held too long: not the case here.
+        StorageError.__init__(
+            self,
+            f"store {path!r} is busy: {reason}, and this write was rolled back (nothing of "
+            "it is stored); retry it",
+        )
+        self.path = path
+        self.waited = 0.0
 
 
 class ReadSession(Protocol):
@@ -270,6 +309,27 @@ class Backend(Protocol):
         """Prepare vector storage for ``dims`` (called once, after the embedder identity check)."""
         ...
 
+    def check_memory(self, prepared: Prepared) -> None:
+        """Refuse a memory this backend cannot store, before any transaction (no-op: it can).
+
+        ``prepare`` validated it for every backend; this is the backend's own
+        limit (PostgreSQL: no NUL in text). The engine calls it for every
+        memory of a batch, or of an import file, before the first write, so a
+        refused one writes nothing.
+
+        Raises:
+            InvalidInputError: Naming the field and the fix.
+        """
+        ...
+
+    def check_text(self, text: str, field: str) -> None:
+        """Refuse free text (a link's note, a fragment's text) as :meth:`check_memory` does.
+
+        Raises:
+            InvalidInputError: Naming ``field`` and the fix.
+        """
+        ...
+
     @property
     def vector_cache(self) -> VectorCache | None:
         """The memory vectors' per-process index (``None``: the store's own index answers)."""
@@ -292,7 +352,7 @@ class Backend(Protocol):
         ...
 
     def file_bytes(self) -> int:
-        """Bytes the store occupies on disk (0 when not file-backed)."""
+        """Bytes the store occupies on disk (a server's store: its tables there, with indexes)."""
         ...
 
     def save_vector_cache(self, *, rebuild: bool = False) -> None:

@@ -133,3 +133,13 @@ def check_blobs(blobs: Sequence[bytes], dims: int) -> None:
     """
     if any(len(blob) != 4 * dims for blob in blobs):
         raise StorageError(f"a stored vector is not {dims} float32 values: the store is damaged")
+
+
+KEPT_WHEN_SUPERSEDED = ("valid_from", "valid_to")
+"""Columns an upsert leaves as they are on a superseded row.
+
+Its successor names it and its window was closed at the successor's start:
+clearing them would make a second current version of one memory, which no
+lineage shows (the fork a supersede refuses), and the upsert's own window
+(from now) would begin after the closed one ends.
+"""

@@ -7,6 +7,14 @@ and an id that exists in another namespace aborts the whole transaction with
 :class:`ConflictError`. Every function takes the write session of a
 transaction the commit path opened (:mod:`embedmind.engine.commit`); the
 backend keeps its derived indexes (postings, vector caches) in step.
+
+Concurrent writers of one memory: the rows a write reads through
+``records.find``/``find_many`` are held until it commits (a second writer
+waits, then reads what the first committed), and a supersede checks that
+its target is still current in the statement that marks it. Two writers
+inserting one new id at once: the second's transaction rolls back, and the
+commit path runs it again (:func:`embedmind.engine.commit.retrying`), now an
+upsert or a :class:`ConflictError`.
 """
 
 from __future__ import annotations
@@ -58,7 +66,10 @@ def apply_batch(
     """
     rows = session.records
     ids = [p.id for p in batch]
-    if len(set(ids)) == len(ids) and not rows.find_many(ids):
+    # First, and whatever the batch holds: the rows found are held, in key
+    # order, before any of them is written (RecordWrites.find_many).
+    existing = rows.find_many(ids)
+    if not existing and len(set(ids)) == len(ids):
         # The common case, all new ids: bulk statements, no read-back.
         keys = rows.insert_many(batch)
         # Vectors before postings: the index can be extended with them while
@@ -108,7 +119,8 @@ def _link_graph(
     Raises:
         NotFoundError: When a relation or supersede target is missing or forgotten.
         InvalidInputError: When a supersede target is in another namespace,
-            already superseded, or the memory itself.
+            already superseded by another memory (earlier in this batch
+            included), or the memory itself.
     """
     targets = {t for p in batch for _, t in p.relations} | {t for p in batch for t in p.supersedes}
     if not targets and not any(p.entities for p in batch) and not replace:
@@ -131,18 +143,26 @@ def _link_graph(
                     f"{target!r} is in another namespace: superseding never crosses "
                     "namespaces (supersede it from its own namespace)",
                 )
-            if existing.superseded_by is not None:
-                raise InvalidInputError(
-                    "supersedes",
-                    f"{target!r} was already superseded by {existing.superseded_by!r}; "
-                    "supersede the newest version instead",
-                )
+            # The check and the write in one statement, on the row as it is
+            # now: `found` was read before this batch's own supersedes, and a
+            # second successor of one version would be a fork lineage never shows.
+            if not graph.mark_superseded(existing.key, p.id, p.valid_from, p.updated_at):
+                raise _superseded_already(session, target)
             _check_window(session, existing, target, p.valid_from)
-            graph.mark_superseded(existing.key, p.id, p.valid_from, p.updated_at)
             edges.append((SUPERSEDES, existing.key))
             superseded = True
         graph.add_relations(key, edges, p.updated_at)
     return superseded
+
+
+def _superseded_already(session: WriteSession, target: str) -> InvalidInputError:
+    """The error for a supersede of a version that another memory replaced already."""
+    current = session.records.find(target)
+    by = None if current is None else current.superseded_by
+    return InvalidInputError(
+        "supersedes",
+        f"{target!r} was already superseded by {by!r}; supersede the newest version instead",
+    )
 
 
 def _check_window(session: WriteSession, existing: RowRef, target: str, ends_at: int) -> None:

@@ -62,6 +62,7 @@ here too and record nothing.
 from __future__ import annotations
 
 import logging
+import random
 import sys
 import threading
 import time
@@ -71,7 +72,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from embedmind.backend.protocol import Backend, Records, VectorCache, WriteSession
+from embedmind.backend.protocol import (
+    Backend,
+    ConcurrentWriteError,
+    Records,
+    VectorCache,
+    WriteSession,
+)
 from embedmind.chunking import Chunker
 from embedmind.embedders.protocol import Embedder
 from embedmind.engine.fragments import fragment_on_write
@@ -107,6 +114,39 @@ recorder lower it to exercise saves."""
 def save_index_after() -> int:
     """The current :data:`SAVE_INDEX_AFTER`."""
     return SAVE_INDEX_AFTER
+
+
+RACE_RUNS = 5
+"""Times :func:`retrying` runs a write that concurrent writers keep rolling back.
+
+The second run settles a race on a new id (it finds the row the other writer
+committed); the others are for writers that deadlock again and again, which
+should be rare: PostgreSQL takes its ``deadlock_timeout`` (1 s) to find each."""
+RACE_PAUSE = 0.005
+"""Seconds (times the runs rolled back, less one) within which the random pause
+before a run falls: none before the second, whose race is settled."""
+
+
+def retrying(write: Callable[[], T]) -> T:
+    """Run ``write``, one whole write transaction, again while a concurrent writer rolls it back.
+
+    The backend says so with :class:`~embedmind.backend.protocol.ConcurrentWriteError`:
+    nothing of the write was stored, and running it again reads what the other
+    writer committed, so an id both inserted is an upsert on the second run (or
+    a ConflictError from another namespace). From the third run on, a random
+    pause first, so writers that keep deadlocking fall out of step.
+
+    Raises:
+        ConcurrentWriteError: A :class:`~embedmind.errors.StoreBusyError`, when
+            the last of :data:`RACE_RUNS` runs was rolled back too.
+    """
+    for run in range(1, RACE_RUNS):
+        try:
+            return write()
+        except ConcurrentWriteError:
+            logger.debug("a concurrent writer rolled back run %d of a write", run)
+            time.sleep(random.uniform(0, RACE_PAUSE * (run - 1)))
+    return write()
 
 
 @dataclass(frozen=True)

@@ -177,6 +177,7 @@ def link_namespaces(
     if not isinstance(note, str):
         raise InvalidInputError("note", "expected a str")
     no_surrogates(note, "note")
+    engine.backend.check_text(note, "note")
     created = resolve_now(created_at)
     with engine.commit.write() as tx:  # a link changes no memory: nothing to record
         tx.session.lifecycle.put_link(source, target, names, note, created)
@@ -191,7 +192,13 @@ def unlink(engine: Engine, src: str, dst: str) -> bool:
 
 
 def links(engine: Engine, src: str | None = None) -> list[NamespaceLink]:
-    """Links from ``src`` (or all), ordered by source and destination."""
+    """Links from ``src`` (or all), ordered by source and destination.
+
+    Raises:
+        DamagedRecordError: When a link's row was changed behind the engine's
+            back (tiers, time or text that do not decode), naming the link
+            (``link``) and the column; it reaches every read that follows links.
+    """
     source = None if src is None else normalize_namespace(src, "src")
     with engine.backend.read() as session:
         rows = session.lifecycle.links(source)

@@ -68,6 +68,7 @@ def redact(
     timeout = _timeout(checkpoint_timeout)
     at = resolve_now(now)
     prepared = drafts.prepare(Draft(new_content), at)
+    engine.backend.check_memory(prepared)
     embedded: list[Embedded | None] = [None]
     if engine.embedder is not None:
         embedded = list(embed_contents(engine.embedder, [prepared.content], [None]))

@@ -13,7 +13,8 @@ complete, so a failed export never leaves half a file.
 
 An import reads the file twice: first it validates every line (the same
 validation as :meth:`embedmind.Store.remember`, plus the fields only an
-export carries) and checks every id against the store, writing nothing; then
+export carries, plus what the store's backend cannot hold, such as NUL in
+PostgreSQL text) and checks every id against the store, writing nothing; then
 it writes in batches. A bad file therefore raises a typed error naming the
 line and field and leaves the store as it was. Import keeps ids, timestamps,
 supersession and link ``created_at``; it is idempotent (an id that exists is
@@ -37,7 +38,7 @@ from embedmind.drafts import Prepared
 from embedmind.embedders.adapt import identity
 from embedmind.engine import transfer_files, transfer_lines
 from embedmind.engine.apply import apply_batch, taken_elsewhere
-from embedmind.engine.commit import Committed
+from embedmind.engine.commit import Committed, retrying
 from embedmind.engine.state import Engine
 from embedmind.engine.transfer_lines import (
     HEADER_FIELDS,
@@ -125,7 +126,7 @@ def import_jsonl(
 
 
 def _check_file(engine: Engine, lines: Lines, reembed: bool, bar: Any) -> int:
-    """Validate every line and check ids against the store; write nothing."""
+    """Validate every line, for the store's backend too, and check ids against it; write nothing."""
     dims, _ = _read_header(engine, lines, reembed)
     seen: dict[str, int] = {}
     pending: list[tuple[int, Prepared]] = []
@@ -133,13 +134,16 @@ def _check_file(engine: Engine, lines: Lines, reembed: bool, bar: Any) -> int:
     for number, item in transfer_lines.objects(lines):
         if item.get("type") == "link":
             with transfer_lines.at(number):
-                transfer_lines.parsed_link(item)
+                note = transfer_lines.parsed_link(item)[3]
+                engine.backend.check_text(note, "note")
             continue
         if item.get("type") == "alias":
             with transfer_lines.at(number):
                 alias_table.from_line(item, keys)
             continue
         record = transfer_lines.parsed_record(number, item, dims)
+        with transfer_lines.at(number):  # the backend's own limits: found now, not midway
+            engine.backend.check_memory(record.prepared)
         first = seen.setdefault(record.prepared.id, number)
         if first != number:
             raise InvalidInputError(
@@ -284,19 +288,24 @@ def _write_batch(engine: Engine, batch: list[Record], reuse_vectors: bool) -> li
             given[i] = vectors
         embedded = given
     relations = [(r.prepared.id, k, t, c) for r in batch for k, t, c in r.relations]
-    with engine.commit.write() as tx:
-        rows = tx.session.records
-        written = apply_batch(tx.session, prepared, embedded)
-        found = rows.find_many([p.id for p in prepared])
-        for r in batch:
-            rows.restore_fields(found[r.prepared.id].key, r.restored)
-        # Relations whose targets are already in go in with their memories:
-        # re-importing (which re-derives outgoing relations) never leaves a
-        # committed memory without them.
-        resolved, waiting = _resolved(rows, relations)
-        tx.session.graph.add_relation_rows(resolved)
-        tx.record(Committed("import", written=tuple(written)))
-    return waiting
+
+    def write() -> list[Relation]:
+        with engine.commit.write() as tx:
+            rows = tx.session.records
+            written = apply_batch(tx.session, prepared, embedded)
+            found = rows.find_many([p.id for p in prepared])
+            for r in batch:
+                rows.restore_fields(found[r.prepared.id].key, r.restored)
+            # Relations whose targets are already in go in with their memories:
+            # re-importing (which re-derives outgoing relations) never leaves a
+            # committed memory without them.
+            resolved, waiting = _resolved(rows, relations)
+            tx.session.graph.add_relation_rows(resolved)
+            tx.record(Committed("import", written=tuple(written)))
+        return waiting
+
+    # A writer storing one of these ids at the same moment: run again, as an upsert.
+    return retrying(write)
 
 
 def _resolved(records: Records, relations: Sequence[Relation]) -> tuple[list[Any], list[Relation]]:

@@ -3,7 +3,8 @@
 Input is validated and embedded before any transaction; each batch is one
 transaction of the commit path (:mod:`embedmind.engine.commit`), which evicts,
 saves the indexes when due, counts, notifies listeners and derives fragments;
-the rows are applied by :mod:`embedmind.engine.apply`.
+the rows are applied by :mod:`embedmind.engine.apply`. A transaction that a
+concurrent writer rolled back (:func:`embedmind.engine.commit.retrying`) runs again.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from embedmind.checks import an_int
 from embedmind.embedders.adapt import normalized_one
 from embedmind.embedders.protocol import Embedder
 from embedmind.engine import apply, batch_sizes
-from embedmind.engine.commit import Committed, changed, emit
+from embedmind.engine.commit import Committed, changed, emit, retrying
 from embedmind.engine.state import Engine
 from embedmind.errors import InvalidInputError
 from embedmind.ids import validate_id
@@ -108,6 +109,7 @@ def remember_detailed(engine: Engine, content: str, **kwargs: Any) -> Remembered
         raise InvalidInputError("remember_detailed", str(e)) from None
     at = resolve_now(now)
     prepared = drafts.prepare(draft, at)
+    engine.backend.check_memory(prepared)
     embedded = embed(engine, [prepared], [_given_vector(draft.vector, engine.embedder, 0)])
     similar: tuple[SimilarMemory, ...] = ()
     vectors = embedded[0]
@@ -230,6 +232,7 @@ def _prepare_all(
                 time.sleep(YIELD_SECONDS)  # see YIELD_EVERY
             draft = drafts.coerce_draft(item, i)
             prepared.append(drafts.prepare(draft, at))
+            engine.backend.check_memory(prepared[-1])  # its own limits: before any batch
             if draft.vector is not None:
                 if engine.embedder is None:
                     raise InvalidInputError(f"drafts[{i}].vector", "the store has no embedder")
@@ -255,21 +258,25 @@ def _check_given(engine: Engine, raw: list[object], where: list[int]) -> list[ob
 def commit_batch(
     engine: Engine, batch: Sequence[drafts.Prepared], embedded: Sequence[Embedded | None]
 ) -> tuple[list[Memory], float]:
-    """Write one batch in one transaction of the commit path.
+    """Write one batch in one transaction of the commit path (run again if it lost a race).
 
     Returns:
         The memories written, and how long the transaction held the writer lock (s).
     """
-    with engine.commit.write() as tx:
-        written = apply.apply_batch(tx.session, batch, embedded, tx.vectors_written)
-        _warn_if_vectorless(engine, tx.session)
-        tx.record(Committed("write", written=tuple(written)))
-        closed = [t for p in batch for t in p.supersedes]
-        if closed:  # the versions a supersede replaced left recall: report them
-            found = tx.session.records.find_many(closed)
-            keys = [found[t].key for t in closed if t in found]
-            tx.record(Committed("supersede", updated=changed(tx.session.records, keys)))
-    return written, tx.held_s
+
+    def write() -> tuple[list[Memory], float]:
+        with engine.commit.write() as tx:
+            written = apply.apply_batch(tx.session, batch, embedded, tx.vectors_written)
+            _warn_if_vectorless(engine, tx.session)
+            tx.record(Committed("write", written=tuple(written)))
+            closed = [t for p in batch for t in p.supersedes]
+            if closed:  # the versions a supersede replaced left recall: report them
+                found = tx.session.records.find_many(closed)
+                keys = [found[t].key for t in closed if t in found]
+                tx.record(Committed("supersede", updated=changed(tx.session.records, keys)))
+        return written, tx.held_s
+
+    return retrying(write)
 
 
 def _embedded_batches(
@@ -333,21 +340,29 @@ def _warn_if_vectorless(engine: Engine, session: ReadSession) -> None:
 def forget(engine: Engine, id: str, *, now: _dt.datetime | None = None) -> bool:
     """Tombstone a memory: it leaves every read; ``vacuum`` reclaims its space."""
     memory_id, at = validate_id(id), resolve_now(now)
-    with engine.commit.write() as tx:
-        forgotten = apply.forget(tx.session, memory_id, at)
-        if forgotten:
-            tx.record(Committed("forget", forgotten=(memory_id,)))
-    return forgotten
+
+    def write() -> bool:
+        with engine.commit.write() as tx:
+            forgotten = apply.forget(tx.session, memory_id, at)
+            if forgotten:
+                tx.record(Committed("forget", forgotten=(memory_id,)))
+        return forgotten
+
+    return retrying(write)
 
 
 def delete(engine: Engine, id: str) -> bool:
     """Remove a memory at once (row, postings, tags)."""
     memory_id = validate_id(id)
-    with engine.commit.write() as tx:
-        deleted = apply.delete(tx.session, memory_id)
-        if deleted:
-            tx.record(Committed("delete", deleted=(memory_id,)))
-    return deleted
+
+    def write() -> bool:
+        with engine.commit.write() as tx:
+            deleted = apply.delete(tx.session, memory_id)
+            if deleted:
+                tx.record(Committed("delete", deleted=(memory_id,)))
+        return deleted
+
+    return retrying(write)
 
 
 def _given_vector(vector: object, embedder: Embedder | None, index: int) -> object | None:

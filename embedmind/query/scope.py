@@ -87,7 +87,8 @@ def _checked(value: object, field: str) -> str:
         raise InvalidInputError(field, "must not be empty")
     if len(text) > MAX_NAMESPACE_CHARS:
         raise InvalidInputError(field, f"longer than {MAX_NAMESPACE_CHARS} characters")
-    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in text):
+    # Controls and surrogates are unprintable: most names skip the per-character look-up.
+    if not text.isprintable() and any(unicodedata.category(ch) in ("Cc", "Cs") for ch in text):
         raise InvalidInputError(field, "contains NUL, control or surrogate characters")
     if "*" in text:
         raise InvalidInputError(field, "'*' is reserved for subtree scopes like 'a/b/*'")
@@ -162,3 +163,17 @@ def in_scope(namespace: str, scope: str | Sequence[str] | None) -> bool:
         elif namespace == item:
             return True
     return False
+
+
+def grants_by_tiers(
+    grants: Sequence[tuple[str, Sequence[str]]],
+) -> dict[tuple[str, ...], dict[str, None]]:
+    """The granted namespaces grouped by their tiers: one test per group, however many links.
+
+    Both backends compile a ``follow_links`` scope this way, so a scope of a
+    thousand links is a handful of conditions, not a thousand.
+    """
+    groups: dict[tuple[str, ...], dict[str, None]] = {}
+    for namespace, tiers in grants:
+        groups.setdefault(tuple(tiers), {})[namespace] = None
+    return groups

@@ -7,8 +7,8 @@ A filter is a JSON object over a memory's top-level metadata keys::
     {"$or": [{"a": 1}, {"$not": {"tags": {"$contains": "x"}}}]}
 
 Operators: ``$eq $ne $gt $gte $lt $lte $in $nin $exists $contains $all $any``,
-the string operators ``$match`` (substring) and ``$imatch`` (case-insensitive
-substring), and ``$empty`` (absent, null, ``""`` or ``[]``), combined with
+the string operators ``$match`` (substring) and ``$imatch`` (substring after
+:func:`fold` of both sides), and ``$empty`` (absent, null, ``""`` or ``[]``), combined with
 ``$and``, ``$or`` and ``$not`` to any depth (up to :data:`MAX_DEPTH`). The full
 semantics live in ``docs/reference/where.md``; in short, an absent key is a
 non-match except for ``$ne``, ``$nin`` and ``$exists: false``, which it
@@ -126,6 +126,20 @@ def parse_where(where: Mapping[str, Any] | None) -> Clause | None:
 def _always(clause: Clause) -> bool:
     """Whether a clause is trivially true: an empty conjunction (``{}``, ``{"$and": [{}]}``)."""
     return isinstance(clause, All) and not clause.clauses
+
+
+def fold(text: str) -> str:
+    """The case folding ``$imatch`` compares under: Python's :meth:`str.casefold`.
+
+    Unicode full case folding (``CaseFolding.txt``, statuses C and F, without
+    the Turkic T mappings): ``"ß"`` folds to ``"ss"``, ``"ﬁ"`` to ``"fi"``, every
+    sigma (``"Σ"``, ``"σ"``, final ``"ς"``) to ``"σ"``, ``"İ"`` to ``"i̇"`` (``i``
+    and a combining dot, so ``"istanbul"`` is not in ``"İstanbul"``), and
+    Cherokee small letters to capitals. No normalisation: a precomposed ``"é"``
+    does not match ``"e"`` and a combining accent. Each backend computes
+    this fold (``docs/reference/where.md``: where their Unicode versions part).
+    """
+    return text.casefold()
 
 
 def type_error(key: object, operator: object) -> FilterTypeError:

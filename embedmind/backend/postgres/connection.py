@@ -7,7 +7,10 @@ statements of a recall — and a write one ``READ COMMITTED`` transaction that
 commits when the block ends without an error. Every driver error leaves as an
 :mod:`embedmind.errors` type with the cause chained: a filter's type error as
 :class:`~embedmind.errors.FilterTypeError`, a lock or statement timeout as
-:class:`~embedmind.errors.StoreBusyError`, everything else (a lost server
+:class:`~embedmind.errors.StoreBusyError`, a write that lost a race to a
+concurrent writer (the same new id inserted twice, a deadlock) as
+:class:`~embedmind.backend.protocol.ConcurrentWriteError`, which the engine
+runs again, everything else (a lost server
 included) as :class:`~embedmind.errors.StorageError`, so no raw driver
 exception escapes the backend.
 """
@@ -26,6 +29,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from embedmind.backend.postgres import schema
 from embedmind.backend.postgres.where_sql import as_type_error
+from embedmind.backend.protocol import ConcurrentWriteError
 from embedmind.errors import StorageError, StoreBusyError, StoreClosedError
 
 Conn = psycopg.Connection[TupleRow]
@@ -158,7 +162,34 @@ def translating(
             ) from exc
         raise StoreBusyError(location, time.monotonic() - began) from exc
     except psycopg.Error as exc:
+        race = lost_race(exc)
+        if race is not None:
+            raise ConcurrentWriteError(location, race) from exc
         raise StorageError(
             f"PostgreSQL store {location!r}: {exc.__class__.__name__}: {exc}; "
             "check that the server is up and reachable, then retry"
         ) from exc
+
+
+ID_CONSTRAINT = "memories_id_key"
+"""PostgreSQL's name for the ``UNIQUE`` of ``memories.id`` (schema migration 1)."""
+
+
+def lost_race(exc: psycopg.Error) -> str | None:
+    """Why a concurrent writer, not the input, made a statement fail; ``None`` when not.
+
+    A unique violation on the id is an insert racing another writer's insert
+    of the same id: both found no row (a lock holds only rows that exist), and
+    the second insert waited for the first to commit. Its writer runs the
+    write again, which finds the row (an upsert, or a ConflictError from
+    another namespace). Any other unique violation would be a bug, not a race.
+    """
+    if isinstance(exc, psycopg.errors.UniqueViolation):
+        if exc.diag.constraint_name == ID_CONSTRAINT:
+            return "another writer stored the same id at the same moment"
+        return None
+    if isinstance(exc, psycopg.errors.DeadlockDetected):
+        return "it and another writer each waited for rows the other held (a deadlock)"
+    if isinstance(exc, psycopg.errors.SerializationFailure):
+        return "a concurrent writer changed the rows it read"
+    return None

@@ -4,7 +4,9 @@ Registered through the ``embedmind`` entry-point group (``postgresql =
 "embedmind.backend.postgres.plugin"``), exactly as a third-party backend would
 be. The registry loads this module in every process that opens a store, so it
 imports neither the driver nor the backend: the factory it registers claims
-URLs by their scheme and imports the backend when a PostgreSQL store opens.
+URLs by their scheme, and libpq ``key=value`` strings
+(:func:`embedmind.backend.locations.looks_like_libpq`), and imports the
+backend when a PostgreSQL store opens.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from embedmind.backend.locations import looks_like_libpq
 from embedmind.errors import InvalidInputError
 from embedmind.hookspecs import hookimpl
 
@@ -23,9 +26,16 @@ SCHEMES = ("postgresql", "postgres")
 
 
 def claims(location: str) -> bool:
-    """Whether ``location`` is a ``postgresql://`` or ``postgres://`` URL."""
+    """Whether ``location`` is a ``postgresql://`` or ``postgres://`` URL, or a libpq string.
+
+    A libpq ``key=value`` string (``"host=db dbname=prod user=app"``, the form
+    psycopg takes) is claimed whole, even when malformed: opening it then says
+    what is wrong, where a file path would create a file named after it.
+    """
     scheme, sep, _ = location.partition("://")
-    return bool(sep) and scheme.lower() in SCHEMES
+    if sep:
+        return scheme.lower() in SCHEMES
+    return looks_like_libpq(location)
 
 
 class DeferredFactory:
@@ -35,7 +45,7 @@ class DeferredFactory:
     schemes: tuple[str, ...] = SCHEMES
 
     def claims(self, location: str) -> bool:
-        """``postgresql://...`` and ``postgres://...`` URLs."""
+        """``postgresql://...`` and ``postgres://...`` URLs, and libpq ``key=value`` strings."""
         return claims(location)
 
     def open(self, options: OpenOptions) -> Backend:

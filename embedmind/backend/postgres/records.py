@@ -21,10 +21,10 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import TupleRow
 
-from embedmind.drafts import Prepared, fingerprint
-from embedmind.errors import DamagedRecordError, InvalidInputError
-from embedmind.model import Level, Memory, Tier
-from embedmind.timestamps import from_micros, optional_from_micros
+from embedmind.backend import memory_rows
+from embedmind.backend.values import EXPORT_COLUMNS
+from embedmind.drafts import Prepared
+from embedmind.errors import InvalidInputError
 
 Conn = psycopg.Connection[TupleRow]
 
@@ -121,22 +121,36 @@ METADATA = "coalesce(m.metadata_text, m.metadata::text)"
 def check_no_nul(p: Prepared) -> None:
     """Refuse what PostgreSQL cannot store: NUL (U+0000) in the content or in metadata strings.
 
-    The engine accepts them (SQLite stores them); here the write would fail in
-    the server with a driver error, so it fails first, naming the field and the
-    fix. Ids, namespaces, tags, agents, sessions and entity names never hold
-    NUL (the engine refuses it everywhere), nor do metadata keys.
+    The engine accepts them (SQLite stores them); in the server the write would
+    fail with a driver error, so it fails first, naming the field and the fix.
+    The engine calls it through ``PostgresBackend.check_memory`` for every
+    memory of a batch or an import before the first write (so a refused one
+    writes nothing), and :func:`prepared_values` again at the insert. Ids,
+    namespaces, tags, agents, sessions and entity names never hold NUL (the
+    engine refuses it everywhere), nor do metadata keys.
 
     Raises:
         InvalidInputError: Naming ``content`` or the metadata path.
     """
-    fix = "PostgreSQL cannot store NUL (U+0000) in text: remove it or replace it"
-    if "\x00" in p.content:
-        raise InvalidInputError("content", fix)
+    refuse_nul(p.content, "content")
     # The JSON text escapes NUL as \u0000; only then is a walk of the value needed.
     if "\\u0000" in p.metadata_json:
         path = _nul_path(json.loads(p.metadata_json), "metadata")
         if path is not None:
-            raise InvalidInputError(path, fix)
+            raise InvalidInputError(path, NUL_FIX)
+
+
+NUL_FIX = "PostgreSQL cannot store NUL (U+0000) in text: remove it or replace it"
+
+
+def refuse_nul(text: str, field: str) -> None:
+    """Refuse ``text`` when it holds NUL, which PostgreSQL's ``text`` cannot store.
+
+    Raises:
+        InvalidInputError: Naming ``field`` and the fix.
+    """
+    if "\x00" in text:
+        raise InvalidInputError(field, NUL_FIX)
 
 
 def _nul_path(value: object, path: str) -> str | None:
@@ -154,26 +168,19 @@ def _nul_path(value: object, path: str) -> str | None:
     return None
 
 
-SELECT = (
-    f"m.key, m.id, m.namespace, m.content, {METADATA}, m.tags, m.tier, m.level, m.agent, "
-    "m.session_id, m.created_at, m.updated_at, m.valid_from, m.valid_to, m.expires_at, "
-    "m.superseded_by, m.confidence, m.access_count, m.last_accessed_at, m.fingerprint, "
-    "m.forgotten_at"
-)
+def _selected(columns: Sequence[str]) -> str:
+    return ", ".join(METADATA if c == "metadata" else f"m.{c}" for c in columns)
+
+
+SELECT = _selected(memory_rows.FIELDS)
 """The columns :func:`to_memory` reads, in order."""
 
-
-def to_memory(row: Sequence[Any]) -> Memory:
-    """Build a :class:`Memory` from a row selected with :data:`SELECT`."""
-    return Memory(
-        id=row[1], namespace=row[2], content=row[3], metadata=json.loads(row[4]),
-        tags=tuple(row[5]), tier=Tier(row[6]), level=Level(row[7]), agent=row[8], session_id=row[9],
-        created_at=from_micros(row[10]), updated_at=from_micros(row[11]),
-        valid_from=from_micros(row[12]), valid_to=optional_from_micros(row[13]),
-        expires_at=optional_from_micros(row[14]), superseded_by=row[15], confidence=row[16],
-        access_count=row[17], last_accessed_at=optional_from_micros(row[18]),
-        fingerprint=row[19], forgotten=row[20] is not None,
-    )  # fmt: skip
+to_memory = memory_rows.to_memory
+"""Build a :class:`Memory` from a row selected with :data:`SELECT` (the backends' one decoder:
+a damaged value, or content changed by an ``UPDATE`` behind the engine's back, raises
+:class:`~embedmind.errors.DamagedRecordError` naming the memory and the field)."""
+to_memories = memory_rows.to_memories
+""":func:`to_memory` of each row, naming every damaged one among them at once."""
 
 
 def insert_vectors(
@@ -281,13 +288,6 @@ def _vector_text(vector: npt.NDArray[np.float32]) -> str:
     return "[" + ",".join(map(repr, vector.tolist())) + "]"
 
 
-EXPORT_COLUMNS = (
-    "key", "id", "namespace", "content", "metadata", "tags", "tier", "level", "agent",
-    "session_id", "created_at", "updated_at", "valid_from", "valid_to", "expires_at",
-    "superseded_by", "confidence", "access_count", "last_accessed_at", "fingerprint",
-    "contradicted_by", "prior_confidence",
-)  # fmt: skip
-"""An export line's stored fields, in the SQLite backend's order (the same JSONL lines)."""
 RESTORED = (
     "updated_at", "superseded_by", "access_count", "last_accessed_at", "contradicted_by",
     "prior_confidence", "valid_to",
@@ -299,28 +299,15 @@ def export_page(conn: Conn, after: int, limit: int) -> list[dict[str, Any]]:
     """Live memories after key ``after``, in key order, every stored field (times in µs).
 
     Raises:
-        DamagedRecordError: When a row's content no longer matches its
-            fingerprint (an export never carries a damaged memory as if sound).
+        DamagedRecordError: Naming every damaged memory among them (an export
+            never carries a damaged memory as if it were sound).
     """
-    columns = ", ".join(METADATA if c == "metadata" else f"m.{c}" for c in EXPORT_COLUMNS)
     rows = conn.execute(
-        f"SELECT {columns} FROM memories m WHERE m.key > %s AND m.forgotten_at IS NULL "
-        "ORDER BY m.key LIMIT %s",
+        f"SELECT {_selected(EXPORT_COLUMNS)} FROM memories m "
+        "WHERE m.key > %s AND m.forgotten_at IS NULL ORDER BY m.key LIMIT %s",
         (after, limit),
     ).fetchall()
-    # PostgreSQL text is always valid UTF-8, so only a changed content can be damage
-    # (an UPDATE by hand): the same check as the SQLite backend's.
-    damaged = [str(r[1]) for r in rows if fingerprint(r[3]) != r[19]]
-    if damaged:
-        raise DamagedRecordError(damaged, "content no longer matches its fingerprint")
-    out = []
-    for row in rows:
-        item = dict(zip(EXPORT_COLUMNS, row, strict=True))
-        item["key"] = int(item["key"])
-        item["metadata"] = json.loads(item["metadata"])
-        item["tags"] = list(item["tags"])
-        out.append(item)
-    return out
+    return memory_rows.export_items(rows)
 
 
 def restore_fields(conn: Conn, key: int, fields: dict[str, Any]) -> None:

@@ -311,22 +311,53 @@ def m0006_hnsw_links(conn: Conn) -> None:
             )
 
 
+def m0007_confidence_range(conn: Conn) -> None:
+    """``confidence`` and ``prior_confidence`` must lie in [0, 1]: NaN and infinities are refused.
+
+    The engine writes only values in [0, 1]; the checks refuse the others an
+    ``UPDATE`` by hand could store (``'NaN'::float8`` compares above every
+    number, so ``<= 1`` refuses it). ``NOT VALID``: rows already stored are not
+    checked, so a store holding such a value still opens (a read names it,
+    :class:`~embedmind.errors.DamagedRecordError`, and ``store.delete`` or a
+    rewrite with ``remember`` repairs it); every row written from now on is checked.
+    """
+    conn.execute(
+        """
+        ALTER TABLE memories ADD CONSTRAINT memories_confidence_range
+            CHECK (confidence >= 0 AND confidence <= 1) NOT VALID;
+        ALTER TABLE memories ADD CONSTRAINT memories_prior_confidence_range
+            CHECK (prior_confidence >= 0 AND prior_confidence <= 1) NOT VALID;
+        """
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m0001_initial, m0002_filter_functions, m0003_metadata_text, m0004_aliases,
-    m0005_vectorless, m0006_hnsw_links,
+    m0005_vectorless, m0006_hnsw_links, m0007_confidence_range,
 )  # fmt: skip
 LATEST = len(MIGRATIONS)
 
 
 def check_schema_name(name: str) -> str:
-    """Validate a schema name (a lower-case SQL identifier).
+    """Validate a schema name: a lower-case SQL identifier, and none of PostgreSQL's own.
+
+    ``pg_*`` (``pg_catalog``, ``pg_toast``, ``pg_temp_N``...) and
+    ``information_schema`` are the server's: it refuses to create the first,
+    and ``pg_dump`` skips both, so a store there would be missing from every
+    backup. Refused here, before any connection.
 
     Raises:
-        InvalidInputError: When it is not one.
+        InvalidInputError: When it is not an identifier, or names a system schema.
     """
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
         raise InvalidInputError(
             "schema", f"{name!r} is not a lower-case identifier like 'embedmind' or 'app_memory'"
+        )
+    if name.startswith("pg_") or name == "information_schema":
+        raise InvalidInputError(
+            "schema",
+            f"{name!r} is a PostgreSQL system schema, which pg_dump leaves out of backups: "
+            "name one of your own, like 'embedmind' or 'app_memory'",
         )
     return name
 

@@ -36,8 +36,13 @@ from embedmind.backend.postgres import (
 from embedmind.backend.postgres.aliases import PgAliases
 from embedmind.backend.postgres.facet import CONTEXT_KEY, TABLES, Facet
 from embedmind.backend.postgres.selection_sql import Condition
-from embedmind.backend.postgres.session_graph import PgFragments, PgGraph, PgLifecycle
-from embedmind.backend.values import Identity, RowRef, Space, VectorHit
+from embedmind.backend.postgres.session_graph import (
+    PgFragments,
+    PgGraph,
+    PgLifecycle,
+    drop_unused_entities,
+)
+from embedmind.backend.values import KEPT_WHEN_SUPERSEDED, Identity, RowRef, Space, VectorHit
 from embedmind.drafts import Prepared
 from embedmind.model import Memory
 from embedmind.query.selection import Selection
@@ -54,17 +59,26 @@ def _ref(row: Sequence[Any]) -> RowRef:
 _REF = "key, namespace, content, created_at, forgotten_at, superseded_by"
 
 
+def _assignment(column: str) -> sql.Composable:
+    name = sql.Identifier(column)
+    if column in KEPT_WHEN_SUPERSEDED:
+        kept = "{} = CASE WHEN superseded_by IS NULL THEN %s ELSE {} END"
+        return sql.SQL(kept).format(name, name)
+    return sql.SQL("{} = %s").format(name)
+
+
 class PgRecords(Facet):
     """:class:`~embedmind.backend.protocol.Records` over PostgreSQL."""
 
+    _held = ""
+    """What ends ``find`` and ``find_many``: nothing in a read snapshot."""
+
     def find(self, memory_id: str) -> RowRef | None:
-        row = self.conn.execute(f"SELECT {_REF} FROM memories WHERE id = %s", (memory_id,))
-        found = row.fetchone()
-        return None if found is None else _ref(found)
+        return self.find_many([memory_id]).get(memory_id)
 
     def find_many(self, ids: Sequence[str]) -> dict[str, RowRef]:
         rows = self.conn.execute(
-            f"SELECT id, {_REF} FROM memories WHERE id = ANY(%s)", (list(ids),)
+            f"SELECT id, {_REF} FROM memories WHERE id = ANY(%s){self._held}", (list(ids),)
         ).fetchall()
         return {row[0]: _ref(row[1:]) for row in rows}
 
@@ -72,7 +86,7 @@ class PgRecords(Facet):
         rows = self.conn.execute(
             f"SELECT {records.SELECT} FROM memories m WHERE m.key = ANY(%s)", (list(keys),)
         ).fetchall()
-        return {int(row[0]): records.to_memory(row) for row in rows}
+        return dict(zip((int(row[0]) for row in rows), records.to_memories(rows), strict=True))
 
     def load_ids(self, ids: Sequence[str]) -> dict[str, Memory]:
         rows = self.conn.execute(
@@ -80,7 +94,7 @@ class PgRecords(Facet):
             "WHERE m.id = ANY(%s) AND m.forgotten_at IS NULL",
             (list(ids),),
         ).fetchall()
-        return {row[1]: records.to_memory(row) for row in rows}
+        return {memory.id: memory for memory in records.to_memories(rows)}
 
     def identities(self, keys: Sequence[int], *, live: bool = False) -> dict[int, Identity]:
         live_sql = " AND forgotten_at IS NULL" if live else ""
@@ -112,7 +126,8 @@ class PgRecords(Facet):
             "ORDER BY m.created_at, m.key LIMIT %s"
         ).format(cols=sql.SQL(records.SELECT), cursor=cursor, cond=condition)
         rows = self.conn.execute(query, [*cursor_params, *params, limit]).fetchall()
-        return [(int(row[10]), int(row[0]), records.to_memory(row)) for row in rows]
+        memories = records.to_memories(rows)
+        return [(int(r[10]), int(r[0]), m) for r, m in zip(rows, memories, strict=True)]
 
     def by_fingerprint(self, fingerprint: str, selection: Selection) -> Memory | None:
         condition, params = self.condition(selection)
@@ -182,6 +197,18 @@ class PgRecords(Facet):
 class PgRecordWrites(PgRecords):
     """:class:`~embedmind.backend.protocol.RecordWrites` over PostgreSQL."""
 
+    _held = " ORDER BY key FOR UPDATE"
+    """The rows a write finds are locked until it ends (``RecordWrites.find_many``).
+
+    Writes are READ COMMITTED: without the lock, two writers superseding one
+    memory both read it unsuperseded and both went on (a fork), and two
+    upserts of one id each re-derived the postings from the content they had
+    read, one of them stale. ``FOR UPDATE`` waits for a writer holding the row
+    and returns the row as that writer committed it; key order makes two
+    writers locking overlapping sets queue rather than deadlock. Row locks live
+    in the rows themselves, so a large batch does not fill the lock table.
+    """
+
     def insert_many(self, batch: Sequence[Prepared]) -> list[int]:
         return records.insert(self.conn, batch)
 
@@ -191,14 +218,13 @@ class PgRecordWrites(PgRecords):
     def replace(self, key: int, prepared: Prepared, created_at: int) -> None:
         values = records.prepared_values(prepared)
         columns = [c for c in records.COLUMNS if c != "created_at"]
-        assignments = sql.SQL(", ").join(
-            sql.SQL("{} = %s").format(sql.Identifier(c)) for c in columns
-        )
+        assignments = sql.SQL(", ").join(_assignment(c) for c in columns)
         params = [v for c, v in zip(records.COLUMNS, values, strict=True) if c != "created_at"]
-        # As SQLite's: a forgotten row comes back to life, reinforcement restarts.
+        # As SQLite's: a forgotten row comes back to life, reinforcement restarts,
+        # a superseded row stays superseded (KEPT_WHEN_SUPERSEDED).
         self.conn.execute(
             sql.SQL(
-                "UPDATE memories SET {}, superseded_by = NULL, access_count = 0, "
+                "UPDATE memories SET {}, access_count = 0, "
                 "last_accessed_at = NULL, forgotten_at = NULL WHERE key = %s"
             ).format(assignments),
             [*params, key],
@@ -227,13 +253,7 @@ class PgRecordWrites(PgRecords):
             )
         ]
         self.conn.execute("DELETE FROM memories WHERE key = ANY(%s)", (list(keys),))
-        # As SQLite's: a name no memory carries any more goes too (only the
-        # deleted memories' names are checked, not every entity of the store).
-        self.conn.execute(
-            "DELETE FROM entities e WHERE e.entity_id = ANY(%s) AND NOT EXISTS "
-            "(SELECT 1 FROM memory_entities me WHERE me.entity_id = e.entity_id)",
-            (named,),
-        )
+        drop_unused_entities(self.conn, named)  # as an upsert's re-authored names
 
     def set_content(self, key: int, content: str, fingerprint: str, now: int) -> None:
         self.conn.execute(

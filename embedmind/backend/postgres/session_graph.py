@@ -9,16 +9,44 @@ The SQL mirrors the SQLite backend's row modules statement for statement
 takes its rows ``FOR UPDATE SKIP LOCKED``, so sweeps from several servers at
 once split the expired rows instead of queueing on them; and a move keeps
 session context by taking the moved memories out of the text index before the
-namespace changes and putting them back after it.
+namespace changes and putting them back after it. The relation times and
+link rows read go through :mod:`embedmind.backend.graph_values`, which names
+one changed by hand as damaged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from embedmind.backend import graph_values
 from embedmind.backend.postgres import alias_rows, lexical, records
-from embedmind.backend.postgres.facet import TABLES, Facet
+from embedmind.backend.postgres.facet import TABLES, Conn, Facet
 from embedmind.backend.values import Edge, Link, Space
+
+
+def drop_unused_entities(conn: Conn, entity_ids: Sequence[int]) -> None:
+    """Delete those of the names ``entity_ids`` that no memory carries any more.
+
+    Called once a memory's links to them are gone (a delete, an upsert that
+    re-authors its entities): a name left behind would stay live for ever, out
+    of ``vacuum``'s reach. Only these names are checked, not every entity of the
+    store; the same names written again by an upsert come back as new rows.
+    """
+    if not entity_ids:
+        return
+    ids = sorted(set(entity_ids))
+    # Locked before the check: a writer that has just linked one of them holds a
+    # key-share lock on it (its foreign key), so this waits for its commit and
+    # the check then sees its link. Unlocked, the name would be deleted under
+    # it and its committed link would go too, by cascade.
+    conn.execute(
+        "SELECT 1 FROM entities WHERE entity_id = ANY(%s) ORDER BY entity_id FOR UPDATE", (ids,)
+    )
+    conn.execute(
+        "DELETE FROM entities e WHERE e.entity_id = ANY(%s) AND NOT EXISTS "
+        "(SELECT 1 FROM memory_entities me WHERE me.entity_id = e.entity_id)",
+        (ids,),
+    )
 
 
 class PgGraph(Facet):
@@ -66,7 +94,11 @@ class PgGraph(Facet):
             "WHERE r.src = %s ORDER BY r.kind, m.id",
             (key,),
         )
-        return [(str(k), str(i), int(c)) for k, i, c in rows]
+        return graph_values.relations(rows.fetchall(), lambda: self._id_of(key))
+
+    def _id_of(self, key: int) -> str:
+        row = self.conn.execute("SELECT id FROM memories WHERE key = %s", (key,)).fetchone()
+        return f"key:{key}" if row is None else str(row[0])
 
     def counts(self) -> tuple[int, int]:
         row = self.conn.execute(
@@ -79,9 +111,15 @@ class PgGraph(Facet):
     def add_entities(self, key: int, names: Sequence[str]) -> None:
         if not names:
             return
+        # DO UPDATE ... WHERE false writes nothing but locks each existing name
+        # until commit: a concurrent upsert or delete that prunes unused names
+        # (drop_unused_entities) then waits and sees this memory's link, where
+        # DO NOTHING let it delete the name between these two statements and the
+        # link below silently found no row to point at.
         self.conn.execute(
-            "INSERT INTO entities (name) SELECT unnest(%s::text[]) ON CONFLICT (name) DO NOTHING",
-            (list(names),),
+            "INSERT INTO entities (name) SELECT n FROM unnest(%s::text[]) n ORDER BY n "
+            "ON CONFLICT (name) DO UPDATE SET name = excluded.name WHERE false",
+            (sorted(set(names)),),
         )
         self.conn.execute(
             "INSERT INTO memory_entities (entity_id, key) "
@@ -103,13 +141,22 @@ class PgGraph(Facet):
             )
 
     def replace_outgoing(self, key: int, keep_kind: str) -> None:
-        self.conn.execute("DELETE FROM memory_entities WHERE key = %s", (key,))
+        named = self.conn.execute(
+            "DELETE FROM memory_entities WHERE key = %s RETURNING entity_id", (key,)
+        ).fetchall()
+        # Its names no other memory carries go, as a delete's do.
+        drop_unused_entities(self.conn, [int(r[0]) for r in named])
         self.conn.execute("DELETE FROM relations WHERE src = %s AND kind <> %s", (key, keep_kind))
 
-    def mark_superseded(self, key: int, by: str, valid_to: int, now: int) -> None:
-        self.conn.execute(
-            "UPDATE memories SET superseded_by = %s, valid_to = %s, updated_at = %s WHERE key = %s",
-            (by, valid_to, now, key),
+    def mark_superseded(self, key: int, by: str, valid_to: int, now: int) -> bool:
+        # The condition is checked on the row as the last writer committed it
+        # (READ COMMITTED re-reads a row it waited for): a check and a write in one.
+        return bool(
+            self.conn.execute(
+                "UPDATE memories SET superseded_by = %s, valid_to = %s, updated_at = %s "
+                "WHERE key = %s AND (superseded_by IS NULL OR superseded_by = %s)",
+                (by, valid_to, now, key, by),
+            ).rowcount
         )
 
     def restore(self, key: int, now: int) -> None:
@@ -254,10 +301,7 @@ class PgLifecycle(Facet):
             "WHERE %s::text IS NULL OR src = %s ORDER BY src, dst",
             (src, src),
         )
-        return [
-            Link(str(s), str(d), None if t is None else tuple(t), str(n), int(c))
-            for s, d, t, n, c in rows
-        ]
+        return [graph_values.to_link(row) for row in rows.fetchall()]
 
     # -- writes
 

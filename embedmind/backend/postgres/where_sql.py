@@ -14,6 +14,13 @@ SQLite backend's, checked against the plain-Python oracle
 * comparisons take numbers as ``numeric`` and strings in ``COLLATE "C"`` (code
   point order, as SQLite's ``BINARY``);
 * ``$contains``/``$all``/``$any`` are array containment of single elements;
+* ``$imatch`` folds both sides with PostgreSQL 18's ``casefold`` under the
+  built-in ``pg_unicode_fast`` collation (:data:`FOLD_SQL`): Unicode full case
+  folding, the language's :func:`~embedmind.query.where.fold` (Python's
+  ``str.casefold``) — equal for every code point Python's Unicode database
+  assigns (``tests/postgres/test_imatch_fold.py`` checks each one). The
+  ``lower(... COLLATE pg_c_utf8)`` before it was simple lowercase mapping: it
+  took ``"İ"`` to ``"i"``, and left ``"ß"`` and final ``"ς"`` alone;
 * a present value whose type an operator cannot compare raises
   :class:`~embedmind.errors.FilterTypeError` from inside the query, through
   the ``em_filter_type_error`` function (migration 2), and the selection's
@@ -36,6 +43,8 @@ TYPE_ERROR_FUNCTION = "em_filter_type_error"
 TYPE_ERROR_MARK = "embedmind filter type error"
 """The message prefix the SQL function raises with; :func:`as_type_error` reads it back."""
 _SQL_COMPARISONS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+FOLD_SQL = "casefold({} COLLATE pg_unicode_fast)"
+"""``$imatch``'s case folding of a text expression (``{}``): PostgreSQL 18 or newer."""
 
 Part = tuple[sql.Composable, list[Any]]
 
@@ -119,8 +128,8 @@ class _Compiler:
         if op in ("$match", "$imatch"):
             text = sql.SQL("({} #>> '{{}}')").format(v)
             found = "strpos({t}, %s::text)"
-            if op == "$imatch":  # Unicode simple case folding (pg_c_utf8, PostgreSQL 17+)
-                found = "strpos(lower({t} COLLATE pg_c_utf8), lower(%s::text COLLATE pg_c_utf8))"
+            if op == "$imatch":  # both sides folded here, by one function
+                found = f"strpos({FOLD_SQL.format('{t}')}, {FOLD_SQL.format('%s::text')})"
             template = "coalesce(jsonb_typeof({v}) = 'string' AND " + found + " > 0, false)"
             return sql.SQL(template).format(v=v, t=text), [key, key, arg]
         if op == "$empty":

@@ -28,6 +28,7 @@ from embedmind.backend.sqlite.lexical.index import LexicalIndex
 from embedmind.backend.sqlite.session import Parts, SqliteRead
 from embedmind.backend.sqlite.session_writes import SqliteWrite
 from embedmind.backend.values import Capabilities, OpenOptions
+from embedmind.drafts import Prepared
 from embedmind.errors import StorageError
 
 logger = logging.getLogger(__name__)
@@ -94,6 +95,12 @@ class SqliteBackend:
         self.fragment_vectors: VectorIndex | None = None
         self.vector_cache: MemoryVectorCache | None = None
         self.parts = Parts(self.lexical, None, None)
+
+    def check_memory(self, prepared: Prepared) -> None:
+        """No-op: SQLite stores every memory ``prepare`` accepts (NUL included)."""
+
+    def check_text(self, text: str, field: str) -> None:
+        """No-op: SQLite stores any text that is valid UTF-8."""
 
     def configure_vectors(self, dims: int) -> None:
         """Open the vector caches beside the file for ``dims``-dimensional vectors."""

@@ -19,9 +19,9 @@ from typing import Any
 import apsw
 
 from embedmind.backend.sqlite.where_sql import (
-    LOWER_FUNCTION,
+    FOLD_FUNCTION,
     TYPE_ERROR_FUNCTION,
-    lower,
+    fold_sql,
     raise_type_error,
 )
 from embedmind.backend.values import Synchronous
@@ -90,7 +90,7 @@ def _configure(conn: apsw.Connection, synchronous: Synchronous, busy_ms: int) ->
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA cache_size = -32768")
     conn.create_scalar_function(TYPE_ERROR_FUNCTION, raise_type_error, 2, deterministic=False)  # type: ignore[arg-type]
-    conn.create_scalar_function(LOWER_FUNCTION, lower, 1, deterministic=True)  # type: ignore[arg-type]
+    conn.create_scalar_function(FOLD_FUNCTION, fold_sql, 1, deterministic=True)  # type: ignore[arg-type]
 
 
 WAL_RETRY_PAUSE = 0.005

@@ -31,6 +31,7 @@ from contextlib import contextmanager, suppress
 
 import apsw
 
+from embedmind.backend.locations import looks_like_libpq
 from embedmind.backend.sqlite import fileio, migrations
 from embedmind.backend.sqlite.checkpointer import Checkpointer
 from embedmind.backend.sqlite.connection import (
@@ -73,8 +74,8 @@ def normalize_path(path: str | os.PathLike[str]) -> str:
 
     Raises:
         InvalidInputError: When the path is empty, contains NUL or characters that
-            are not UTF-8, is too long for SQLite or the file system, or names a
-            directory.
+            are not UTF-8, is too long for SQLite or the file system, names a
+            directory, or is a libpq connection string.
     """
     if not isinstance(path, str | os.PathLike):
         raise InvalidInputError("path", f"expected a str or path, got {type(path).__name__}")
@@ -83,6 +84,15 @@ def normalize_path(path: str | os.PathLike[str]) -> str:
         return text
     if not isinstance(text, str) or not text or "\x00" in text:
         raise InvalidInputError("path", "must be a non-empty path without NUL")
+    if looks_like_libpq(text):
+        # Never a file named after it, its password in the name; nor the name in
+        # this message. Whichever backend is registered, this one never opens it.
+        raise InvalidInputError(
+            "path",
+            "is a libpq connection string (keyword=value), not a file path: a PostgreSQL "
+            "store needs the postgresql backend (pip install 'embedmind[postgres]'); a file "
+            "name cannot hold words like 'host=' or 'password='",
+        )
     absolute = os.path.abspath(text)
     # SQLite takes file names as UTF-8: a lone surrogate would fail deep inside
     # the open with a raw UnicodeEncodeError, after the file was created.

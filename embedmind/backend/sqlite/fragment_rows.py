@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import apsw
 
 from embedmind.backend.sqlite.connection import fetch_one
 from embedmind.backend.sqlite.vector_rows import FRAGMENTS
+from embedmind.errors import DamagedRecordError
 
 
 def add(
@@ -39,16 +41,49 @@ def add(
     return len(vec_keys)
 
 
+_DETAILS = (
+    "SELECT f.vec_key, {id}, f.start, f.end, {text}, f.key FROM fragments f "
+    "JOIN memories m ON m.key = f.key WHERE f.vec_key IN (SELECT value FROM json_each(?))"
+)
+
+
 def details(
     conn: apsw.Connection, vec_keys: Sequence[int]
 ) -> dict[int, tuple[str, int, int, str | None]]:
-    """``vec_key -> (record id, start, end, text)``."""
-    rows = conn.execute(
-        "SELECT f.vec_key, m.id, f.start, f.end, f.text FROM fragments f "
-        "JOIN memories m ON m.key = f.key WHERE f.vec_key IN (SELECT value FROM json_each(?))",
-        (json.dumps([int(v) for v in vec_keys]),),
-    )
-    return {int(v): (str(i), int(s), int(e), t) for v, i, s, e, t in rows}
+    """``vec_key -> (record id, start, end, text)``.
+
+    Raises:
+        DamagedRecordError: When a fragment's text (or its record's id) is not
+            UTF-8 in the file, naming the records (apsw raised a raw
+            ``UnicodeDecodeError``); traced by a byte-wise read, only then.
+    """
+    params = (json.dumps([int(v) for v in vec_keys]),)
+    try:
+        rows: list[Any] = conn.execute(_DETAILS.format(id="m.id", text="f.text"), params).fetchall()
+    except UnicodeDecodeError:
+        raw = conn.execute(
+            _DETAILS.format(id="CAST(m.id AS BLOB)", text="CAST(f.text AS BLOB)"), params
+        )
+        damaged = sorted({name for row in raw if (name := _damaged_record(row)) is not None})
+        raise DamagedRecordError(damaged, "fragment text (or its id) is not valid UTF-8") from None
+    return {int(v): (str(i), int(s), int(e), t) for v, i, s, e, t, _ in rows}
+
+
+def _damaged_record(row: Sequence[Any]) -> str | None:
+    """The record of a byte-wise details row whose id or text is not UTF-8, else ``None``."""
+    _, memory_id, _, _, text, key = row
+    name = _utf8(memory_id)
+    if name is not None and _utf8(text) is not None:
+        return None
+    return f"key:{key}" if name is None else name  # even the id is damaged: its key
+
+
+def _utf8(raw: bytes | None) -> str | None:
+    """``raw`` decoded (``""`` for NULL), or ``None`` when it is not UTF-8."""
+    try:
+        return "" if raw is None else bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def counts(conn: apsw.Connection) -> tuple[int, int]:

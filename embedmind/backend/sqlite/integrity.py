@@ -1,36 +1,29 @@
-"""Typed errors for stored data that is damaged or not yet scrubbed, and the row check.
+"""The row check behind ``embedmind doctor --verify``: every memory row, decoded as a read would.
 
 A row of ``memories`` is damaged when a text column no longer decodes as
-UTF-8, or when its content no longer matches the fingerprint written with it
+UTF-8, when its content no longer matches the fingerprint written with it
 (one changed byte: ``PRAGMA integrity_check`` sees neither, since SQLite does
-not check what a TEXT value holds). The fingerprint is the dedup hash of
-:func:`embedmind.drafts.fingerprint`, so the check costs one normalisation
-and one SHA-256 per loaded row.
+not check what a TEXT value holds), or when a value does not decode as a read
+needs it (:mod:`embedmind.backend.memory_rows`: JSON, a tier, a time, a
+confidence in [0, 1]). The scan applies the reads' own check, so it lists
+exactly the memories a read refuses.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from embedmind.drafts import fingerprint
+from embedmind.backend import memory_rows
+from embedmind.backend.values import EXPORT_COLUMNS
 
-
-def content_problem(content: object, stored_fingerprint: object) -> str | None:
-    """What is wrong with a row's content, or ``None`` when it matches its fingerprint."""
-    if not isinstance(content, str):
-        return "content is not valid UTF-8"
-    if fingerprint(content) != stored_fingerprint:
-        return "content no longer matches its fingerprint"
-    return None
-
-
-_SCAN_TEXT = (
+TEXT_COLUMNS = (
     "id", "namespace", "content", "metadata", "tags", "tier", "level", "agent",
     "session_id", "superseded_by", "contradicted_by", "fingerprint",
 )  # fmt: skip
+"""The TEXT columns of ``memories`` (the ones a damaged byte breaks)."""
 _SCAN_SQL = (
-    "SELECT key, "
-    + ", ".join(f"CAST({c} AS BLOB)" for c in _SCAN_TEXT)
+    "SELECT "
+    + ", ".join(f"CAST({c} AS BLOB)" if c in TEXT_COLUMNS else c for c in EXPORT_COLUMNS)
     + " FROM memories WHERE key > ? ORDER BY key LIMIT ?"
 )
 
@@ -39,7 +32,7 @@ def scan_page(conn: Any, after: int, limit: int) -> tuple[list[tuple[str, str]],
     """Check one page of rows (forgotten ones too: their content stays until vacuum).
 
     Every TEXT value is read as bytes and decoded here, so no row can break
-    the scan, and each content is checked against its fingerprint.
+    the scan; each decoded row is then checked as an export reads it.
 
     Returns:
         ``([(id, reason), ...], last key, rows read)``.
@@ -47,22 +40,23 @@ def scan_page(conn: Any, after: int, limit: int) -> tuple[list[tuple[str, str]],
     damaged: list[tuple[str, str]] = []
     rows = conn.execute(_SCAN_SQL, (after, limit)).fetchall()
     for row in rows:
-        texts = dict(zip(_SCAN_TEXT, row[1:], strict=True))
-        decoded: dict[str, str | None] = {}
-        bad = [name for name, raw in texts.items() if not _decode(raw, name, decoded)]
-        name = decoded["id"] if decoded.get("id") is not None else f"key:{row[0]}"
-        if bad:
-            damaged.append((str(name), f"not valid UTF-8: {', '.join(bad)}"))
-            continue
-        problem = content_problem(decoded["content"], decoded["fingerprint"])
+        decoded = dict(zip(EXPORT_COLUMNS, row, strict=True))
+        bad = [name for name in TEXT_COLUMNS if not _decode(decoded, name)]
+        name = decoded["id"] if isinstance(decoded["id"], str) else f"key:{row[0]}"
+        problem = (
+            f"not valid UTF-8: {', '.join(bad)}"
+            if bad
+            else memory_rows.export_problem(tuple(decoded.values()))
+        )
         if problem is not None:
             damaged.append((str(name), problem))
     return damaged, (int(rows[-1][0]) if rows else after), len(rows)
 
 
-def _decode(raw: bytes | None, name: str, into: dict[str, str | None]) -> bool:
+def _decode(values: dict[str, Any], name: str) -> bool:
+    raw = values[name]
     try:
-        into[name] = None if raw is None else bytes(raw).decode("utf-8")
+        values[name] = None if raw is None else bytes(raw).decode("utf-8")
     except UnicodeDecodeError:
         return False
     return True

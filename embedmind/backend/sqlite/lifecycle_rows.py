@@ -7,6 +7,9 @@ from collections.abc import Sequence
 
 import apsw
 
+from embedmind.backend import graph_values
+from embedmind.backend.values import Link
+
 
 def reinforce(conn: apsw.Connection, keys: Sequence[int], now: int, new_expiry: int | None) -> int:
     """Bump access counts; slide the TTL of those that expire to ``new_expiry`` if later."""
@@ -95,20 +98,22 @@ def delete_link(conn: apsw.Connection, src: str, dst: str) -> bool:
     return int(conn.changes()) > 0
 
 
-LinkRow = tuple[str, str, list[str] | None, str, int]
+def links(conn: apsw.Connection, src: str | None) -> list[Link]:
+    """Links from ``src`` (or every link), ordered by source then destination.
 
+    Their text is read as bytes, so that one that is not UTF-8 is named, not
+    a raw ``UnicodeDecodeError`` (the table holds a few rows).
 
-def links(conn: apsw.Connection, src: str | None) -> list[LinkRow]:
-    """Links from ``src`` (or every link), ordered by source then destination."""
+    Raises:
+        DamagedRecordError: Naming the first link with a column that does not
+            decode (:func:`embedmind.backend.graph_values.to_link`).
+    """
     rows = conn.execute(
-        "SELECT src, dst, tiers, note, created_at FROM namespace_links "
-        "WHERE ? IS NULL OR src = ? ORDER BY src, dst",
+        "SELECT CAST(src AS BLOB), CAST(dst AS BLOB), CAST(tiers AS BLOB), CAST(note AS BLOB), "
+        "created_at FROM namespace_links WHERE ? IS NULL OR src = ? ORDER BY src, dst",
         (src, src),
-    )
-    return [
-        (str(s), str(d), None if t is None else json.loads(t), str(n), int(c))
-        for s, d, t, n, c in rows
-    ]
+    ).fetchall()  # whole: a statement left open would hold its snapshot while an error lives
+    return [graph_values.to_link(row) for row in rows]
 
 
 def rename_link_endpoints(conn: apsw.Connection, old: str, new: str) -> None:

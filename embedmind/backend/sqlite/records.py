@@ -6,6 +6,7 @@ the derived indexes use, and the caller-visible string ``id``.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -13,21 +14,15 @@ from typing import Any
 
 import apsw
 
+from embedmind.backend import memory_rows
 from embedmind.backend.sqlite import integrity
 from embedmind.backend.sqlite.connection import fetch_one, insert_json_rows
 from embedmind.backend.sqlite.migrations import FINGERPRINT_KEY, fingerprint_key
-from embedmind.backend.values import EXPORT_COLUMNS
-from embedmind.drafts import Prepared, decode_metadata
+from embedmind.backend.values import EXPORT_COLUMNS, KEPT_WHEN_SUPERSEDED
+from embedmind.drafts import Prepared
 from embedmind.errors import DamagedRecordError
-from embedmind.model import Level, Memory, Tier
-from embedmind.timestamps import from_micros, optional_from_micros
+from embedmind.model import Memory
 
-COLUMNS = (
-    "m.key, m.id, m.namespace, m.content, m.metadata, m.tags, m.tier, m.level, m.agent, "
-    "m.session_id, m.created_at, m.updated_at, m.valid_from, m.valid_to, m.expires_at, "
-    "m.superseded_by, m.confidence, m.access_count, m.last_accessed_at, m.fingerprint, "
-    "m.forgotten_at"
-)
 _WRITE_COLUMNS = (
     "id, namespace, content, metadata, tags, tier, level, agent, session_id, created_at, "
     "updated_at, valid_from, valid_to, expires_at, confidence, fingerprint"
@@ -69,7 +64,7 @@ def _existing(row: Sequence[Any]) -> Existing:
     except UnicodeDecodeError:
         content = raw.decode("utf-8", "surrogateescape")
     else:
-        if integrity.content_problem(content, row[6]) is not None:
+        if memory_rows.content_problem(content, row[6]) is not None:
             content += "\udcff"  # off its fingerprint: never taken for "unchanged"
     return Existing(row[0], row[1], content, row[3], row[4] is not None, row[5])
 
@@ -194,18 +189,26 @@ def _json_chunks(batch: Sequence[Prepared]) -> Iterator[Sequence[Prepared]]:
 def replace(conn: apsw.Connection, key: int, p: Prepared, created_at: int) -> None:
     """Overwrite the row ``key`` in place (an upsert), keeping its original ``created_at``.
 
-    A forgotten row comes back to life; reinforcement counters restart.
+    A forgotten row comes back to life; reinforcement counters restart. A
+    superseded row stays superseded, its validity window as the supersede
+    closed it (:data:`~embedmind.backend.values.KEPT_WHEN_SUPERSEDED`).
     """
     values = list(_values(p))
     values[9] = created_at
-    assignments = ", ".join(f"{c} = ?" for c in _WRITE_COLUMNS.split(", "))
+    assignments = ", ".join(_assignment(c) for c in _WRITE_COLUMNS.split(", "))
     conn.execute(
-        f"UPDATE memories SET {assignments}, superseded_by = NULL, access_count = 0, "
+        f"UPDATE memories SET {assignments}, access_count = 0, "
         "last_accessed_at = NULL, forgotten_at = NULL WHERE key = ?",
         (*values, key),
     )
     conn.execute("DELETE FROM memory_tags WHERE key = ?", (key,))
     _write_tags(conn, key, p.tags)
+
+
+def _assignment(column: str) -> str:
+    if column in KEPT_WHEN_SUPERSEDED:
+        return f"{column} = CASE WHEN superseded_by IS NULL THEN ? ELSE {column} END"
+    return f"{column} = ?"
 
 
 def _write_tags(conn: apsw.Connection, key: int, tags: Sequence[str]) -> None:
@@ -228,67 +231,42 @@ def delete(conn: apsw.Connection, key: int) -> None:
     conn.execute("DELETE FROM memories WHERE key = ?", (key,))
 
 
-def to_memory(row: Sequence[Any]) -> Memory:
-    """Build a :class:`Memory` from a row selected with :data:`COLUMNS`."""
-    return Memory(
-        id=row[1],
-        namespace=row[2],
-        content=row[3],
-        metadata=decode_metadata(row[4]),
-        tags=tuple(json.loads(row[5])),
-        tier=Tier(row[6]),
-        level=Level(row[7]),
-        agent=row[8],
-        session_id=row[9],
-        created_at=from_micros(row[10]),
-        updated_at=from_micros(row[11]),
-        valid_from=from_micros(row[12]),
-        valid_to=optional_from_micros(row[13]),
-        expires_at=optional_from_micros(row[14]),
-        superseded_by=row[15],
-        confidence=row[16],
-        access_count=row[17],
-        last_accessed_at=optional_from_micros(row[18]),
-        fingerprint=row[19],
-        forgotten=row[20] is not None,
-    )
+def checked_rows(
+    conn: apsw.Connection,
+    template: str,
+    params: Sequence[Any],
+    columns: tuple[str, ...] = memory_rows.FIELDS,
+) -> list[Any]:
+    """Run ``template`` (``{columns}``: ``columns`` of ``m``); refuse text that is not UTF-8.
 
-
-_TEXT_POSITIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 19)
-"""Positions of the TEXT columns in :data:`COLUMNS` (the ones a damaged byte breaks)."""
-_BLOB_COLUMNS = ", ".join(
-    f"CAST({c} AS BLOB)" if i in _TEXT_POSITIONS else c for i, c in enumerate(COLUMNS.split(", "))
-)
-
-
-def checked_rows(conn: apsw.Connection, template: str, params: Sequence[Any]) -> list[Any]:
-    """Run ``template`` (``{columns}`` standing for :data:`COLUMNS`); refuse damaged rows.
-
-    Every row's content is checked against its fingerprint; a TEXT value that is
-    not UTF-8 (apsw's raw ``UnicodeDecodeError``) is traced to its rows by a
-    second, byte-wise read of the same query, only then.
+    A TEXT value that is not UTF-8 (apsw's raw ``UnicodeDecodeError``) is
+    traced to its rows by a second, byte-wise read of the same query, only
+    then. ``columns`` begins with ``key, id``.
 
     Raises:
-        DamagedRecordError: Naming every damaged memory among the rows.
+        DamagedRecordError: Naming every such memory among the rows.
     """
     try:
-        rows = conn.execute(template.format(columns=COLUMNS), params).fetchall()
+        return conn.execute(template.format(columns=_listed(columns)), params).fetchall()
     except UnicodeDecodeError:
-        raw = conn.execute(template.format(columns=_BLOB_COLUMNS), params).fetchall()
+        raw = conn.execute(template.format(columns=_listed(columns, raw=True)), params)
         raise DamagedRecordError(
             [_name(row) for row in raw if not _decodes(row)], "a text value is not valid UTF-8"
         ) from None
-    damaged = [str(row[1]) for row in rows if integrity.content_problem(row[3], row[19])]
-    if damaged:
-        raise DamagedRecordError(damaged, "content no longer matches its fingerprint")
-    return rows
+
+
+@functools.cache
+def _listed(columns: tuple[str, ...], *, raw: bool = False) -> str:
+    return ", ".join(
+        f"CAST(m.{c} AS BLOB)" if raw and c in integrity.TEXT_COLUMNS else f"m.{c}" for c in columns
+    )
 
 
 def _decodes(row: Sequence[Any]) -> bool:
     try:
-        for i in _TEXT_POSITIONS:
-            if row[i] is not None:
-                bytes(row[i]).decode("utf-8")
+        for value in row:
+            if isinstance(value, bytes):
+                value.decode("utf-8")
     except UnicodeDecodeError:
         return False
     return True
@@ -301,22 +279,36 @@ def _name(row: Sequence[Any]) -> str:
         return f"key:{row[0]}"
 
 
+def memories(
+    conn: apsw.Connection, template: str, params: Sequence[Any]
+) -> list[tuple[int, int, Memory]]:
+    """``(created_at, key, memory)`` of each row :func:`checked_rows` reads, decoded.
+
+    Raises:
+        DamagedRecordError: Naming every damaged memory among the rows (text
+            that is not UTF-8, content off its fingerprint, a value that does
+            not decode: :mod:`embedmind.backend.memory_rows`).
+    """
+    rows = checked_rows(conn, template, params)
+    decoded = memory_rows.to_memories(rows)
+    return [(row[10], row[0], memory) for row, memory in zip(rows, decoded, strict=True)]
+
+
 def select_by_ids(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, Memory]:
     """Load live (not forgotten) memories by id.
 
     Raises:
         DamagedRecordError: When one of them is damaged in the file.
     """
-    found: dict[str, Memory] = {}
-    for row in checked_rows(
-        conn,
-        "SELECT {columns} FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) "
-        "AND m.forgotten_at IS NULL",
-        (json.dumps(list(ids), ensure_ascii=False),),
-    ):
-        memory = to_memory(row)
-        found[memory.id] = memory
-    return found
+    return {
+        memory.id: memory
+        for _, _, memory in memories(
+            conn,
+            "SELECT {columns} FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) "
+            "AND m.forgotten_at IS NULL",
+            (json.dumps(list(ids), ensure_ascii=False),),
+        )
+    }
 
 
 def select_by_keys(conn: apsw.Connection, keys: Sequence[int]) -> dict[int, Memory]:
@@ -326,8 +318,8 @@ def select_by_keys(conn: apsw.Connection, keys: Sequence[int]) -> dict[int, Memo
         DamagedRecordError: When one of them is damaged in the file.
     """
     return {
-        row[0]: to_memory(row)
-        for row in checked_rows(
+        key: memory
+        for _, key, memory in memories(
             conn,
             "SELECT {columns} FROM memories m WHERE m.key IN (SELECT value FROM json_each(?))",
             (json.dumps([int(k) for k in keys]),),
@@ -385,10 +377,7 @@ def page(
         f"SELECT {{columns}} FROM memories m WHERE {cursor_sql} AND {condition} "
         "ORDER BY m.created_at, m.key LIMIT ?"
     )
-    return [
-        (row[10], row[0], to_memory(row))
-        for row in checked_rows(conn, sql, (*cursor_params, *params, limit))
-    ]
+    return memories(conn, sql, (*cursor_params, *params, limit))
 
 
 def statistics(conn: apsw.Connection, now: int) -> dict[str, Any]:
@@ -458,14 +447,14 @@ def by_fingerprint(
     One seek of the fingerprint index (SQLite would otherwise walk the
     namespace in time order), then the whole fingerprint is compared.
     """
-    rows = checked_rows(
+    found = memories(
         conn,
         "SELECT {columns} FROM memories m INDEXED BY memories_by_fingerprint "
         f"WHERE {FINGERPRINT_KEY} = ? AND m.fingerprint = ? AND {condition} "
         "ORDER BY m.created_at, m.key LIMIT 1",
         (fingerprint_key(fingerprint), fingerprint, *params),
     )
-    return to_memory(rows[0]) if rows else None
+    return found[0][2] if found else None
 
 
 def set_content(conn: apsw.Connection, key: int, content: str, fingerprint: str, now: int) -> None:
@@ -490,33 +479,20 @@ _RESTORED = (
 
 
 def export_page(conn: apsw.Connection, after: int, limit: int) -> list[dict[str, Any]]:
-    """Live memories after key ``after``, in key order, every stored field (times in µs)."""
-    sql = (
-        f"SELECT {', '.join(EXPORT_COLUMNS)} FROM memories "
-        "WHERE key > ? AND forgotten_at IS NULL ORDER BY key LIMIT ?"
+    """Live memories after key ``after``, in key order, every stored field (times in µs).
+
+    Raises:
+        DamagedRecordError: Naming every damaged memory among them (an export
+            never carries a damaged memory as if it were sound).
+    """
+    rows = checked_rows(
+        conn,
+        "SELECT {columns} FROM memories m WHERE m.key > ? AND m.forgotten_at IS NULL "
+        "ORDER BY m.key LIMIT ?",
+        (after, limit),
+        EXPORT_COLUMNS,
     )
-    try:
-        rows = conn.execute(sql, (after, limit)).fetchall()
-    except UnicodeDecodeError:
-        # Traced through the memory columns (the same rows): it raises, naming them.
-        checked_rows(
-            conn,
-            "SELECT {columns} FROM memories m WHERE m.key > ? AND m.forgotten_at IS NULL "
-            "ORDER BY m.key LIMIT ?",
-            (after, limit),
-        )
-        raise  # pragma: no cover - the trace above always finds the row
-    # An export never carries a damaged memory as if it were sound.
-    damaged = [str(row[1]) for row in rows if integrity.content_problem(row[3], row[19])]
-    if damaged:
-        raise DamagedRecordError(damaged, "content no longer matches its fingerprint")
-    out = []
-    for row in rows:
-        item = dict(zip(EXPORT_COLUMNS, row, strict=True))
-        item["metadata"] = json.loads(str(item["metadata"]))
-        item["tags"] = json.loads(str(item["tags"]))
-        out.append(item)
-    return out
+    return memory_rows.export_items(rows)
 
 
 def restore_fields(conn: apsw.Connection, key: int, fields: dict[str, Any]) -> None:

@@ -287,10 +287,7 @@ class SqliteLifecycle(_Facet):
         return lifecycle_rows.oldest_beyond(self.conn, namespace, tier, cap)
 
     def links(self, src: str | None) -> list[Link]:
-        return [
-            Link(s, d, None if t is None else tuple(t), n, c)
-            for s, d, t, n, c in lifecycle_rows.links(self.conn, src)
-        ]
+        return lifecycle_rows.links(self.conn, src)
 
 
 class SqliteMeta(_Facet):
@@ -321,6 +318,9 @@ class SqliteAliases(_Facet):
 
     def pending_count(self) -> int:
         return alias_rows.pending_count(self.conn)
+
+    def dates_enabled(self) -> bool:
+        return session_rows.dates_enabled(self.conn)
 
 
 class SqliteRead:

@@ -149,8 +149,8 @@ class SqliteGraphWrites(SqliteGraph):
     def replace_outgoing(self, key: int, keep_kind: str) -> None:
         graph_rows.replace_outgoing(self.conn, key, keep_kind)
 
-    def mark_superseded(self, key: int, by: str, valid_to: int, now: int) -> None:
-        graph_rows.mark_superseded(self.conn, key, by, valid_to, now)
+    def mark_superseded(self, key: int, by: str, valid_to: int, now: int) -> bool:
+        return graph_rows.mark_superseded(self.conn, key, by, valid_to, now)
 
     def restore(self, key: int, now: int) -> None:
         graph_rows.restore(self.conn, key, now)

@@ -3,7 +3,9 @@
 Nothing the caller writes reaches SQL text: keys and values are bound
 parameters, operators select engine-written SQL snippets, and metadata is read
 through ``json_each`` with the key as a parameter. Type errors are raised from
-inside the query by the ``em_filter_type_error`` SQL function, which
+inside the query by the ``em_filter_type_error`` SQL function, and ``$imatch``
+folds case with ``em_casefold`` (the language's own
+:func:`~embedmind.query.where.fold`, so exact by construction), both of which
 :mod:`embedmind.backend.sqlite.connection` registers on every connection.
 Conditions are joined as balanced trees, so only
 :data:`embedmind.query.where.MAX_CONDITIONS` bounds their number.
@@ -24,11 +26,12 @@ from embedmind.query.where import (
     Not,
     Scalar,
     Test,
+    fold,
     type_error,
 )
 
 TYPE_ERROR_FUNCTION = "em_filter_type_error"
-LOWER_FUNCTION = "em_lower"
+FOLD_FUNCTION = "em_casefold"
 _NUMBER_TYPES = "('integer','real')"
 _SQL_COMPARISONS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _EMPTY = (
@@ -63,9 +66,9 @@ def raise_type_error(key: object, operator: object) -> int:
     raise type_error(key, operator)
 
 
-def lower(value: object) -> object:
-    """Python's ``str.lower``, registered as the ``em_lower`` SQL function."""
-    return value.lower() if isinstance(value, str) else value
+def fold_sql(value: object) -> object:
+    """:func:`~embedmind.query.where.fold` of a text, registered as ``em_casefold``."""
+    return fold(value) if isinstance(value, str) else value
 
 
 def compile_where(where: Clause | None, metadata_column: str) -> CompiledFilter | None:
@@ -120,8 +123,9 @@ class _Compiler:
         if op == "$match":
             return self.entry(key, ("je.type = 'text' AND instr(je.value, ?) > 0", [arg]))
         if op == "$imatch":
-            sql = f"je.type = 'text' AND instr({LOWER_FUNCTION}(je.value), {LOWER_FUNCTION}(?)) > 0"
-            return self.entry(key, (sql, [arg]))
+            # The needle is folded here, once, by the same function the rows are folded by.
+            sql = f"je.type = 'text' AND instr({FOLD_FUNCTION}(je.value), ?) > 0"
+            return self.entry(key, (sql, [fold(str(arg))]))
         if op == "$empty":
             absent, empty = self.entry(key, ("1", [])), self.entry(key, (_EMPTY, []))
             sql = f"((NOT {absent[0]}) OR {empty[0]})"
