@@ -297,8 +297,8 @@ def test_bad_export_import_paths_are_one_line_and_exit_2(
     (tmp_path / "not-json.jsonl").write_text(f"{header}\n{memory}\n\n{{oops\n")
     (tmp_path / "binary.jsonl").write_bytes(header.encode() + b"\n\xff\xfe\x00junk\n")
     given = [a.format(tmp=tmp_path) for a in argv]
-    # --json: no progress bar (the engine's bar is drawn on stderr as well).
-    code, _, err = run(capsys, "--store", store, "--json", *given)
+    # --no-progress: no progress bar (the engine's bar is drawn on stderr as well).
+    code, _, err = run(capsys, "--store", store, "--no-progress", *given)
     err = _error_line(err)
     assert code == EXIT_INVALID, err
     if argv[1].endswith(("not-json.jsonl", "binary.jsonl")):
@@ -331,9 +331,11 @@ def test_reembed_refuses_fragments_given_as_vectors_unless_told_to_drop_them(
         s.fragments.put("scan", [((0, 1), [1.0] + [0.0] * 63)])  # a vector: no text
     argv = ["--store", store, "--embedder", toy_embedder, "--json", "reembed"]
     code, out, err = run(capsys, *argv)
-    err = _error_line(err)
-    assert code == EXIT_CONFLICT and out == "", err
-    assert "1 fragment(s) of 1 record(s) ('scan')" in err and "--drop-vector-fragments" in err
+    error = json.loads(err)["error"]  # with --json the error is one JSON object
+    assert code == EXIT_CONFLICT and out == "" and error["type"] == "ConflictError", err
+    message = error["message"]
+    assert "1 fragment(s) of 1 record(s) ('scan')" in message
+    assert "--drop-vector-fragments" in message
     with embedmind.Store.open(store, embedder="hashing") as s:  # nothing changed
         assert s.stats().embedder == "hashing-64" and s.fragments.fragment_count == 2
     code, out, err = run(capsys, *argv, "--drop-vector-fragments")

@@ -38,6 +38,7 @@ GLOBALS = ["--store", "g.mind", "--json", "--embedder", "hashing", "--no-progres
 COMMANDS = {
     "remember": ["text"],
     "recall": ["query"],
+    "list": [],
     "get": ["id"],
     "forget": ["id"],
     "stats": [],
@@ -51,7 +52,7 @@ COMMANDS = {
     "aliases": ["list"],
 }
 READS = [
-    "stats", "recall q", "get x", "forget x", "vacuum", "export out.jsonl", "reembed",
+    "stats", "recall q", "list", "get x", "forget x", "vacuum", "export out.jsonl", "reembed",
     "aliases list", "aliases remove nyc", "aliases reindex",
 ]  # fmt: skip
 
@@ -71,7 +72,7 @@ def error_line(err: str) -> str:
 
 def test_every_command_lists_its_subcommands_here() -> None:
     choices = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    assert set(choices) == {*COMMANDS, "bench"}
+    assert set(choices or ()) == {*COMMANDS, "bench"}
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
@@ -152,7 +153,11 @@ def test_recall_explain_adds_channel_ranks_and_timings(store: Path) -> None:
 def test_a_missing_id_is_an_error_line_on_stderr(command: str, as_json: bool, store: Path) -> None:
     done = cli("--store", str(store), *(["--json"] * as_json), command, "nope", cwd=store.parent)
     assert done.returncode == EXIT_NOT_FOUND and done.stdout == ""
-    assert "'nope' does not exist" in error_line(done.stderr)
+    if as_json:  # one JSON object on stderr, the same exit code
+        error = json.loads(done.stderr)["error"]
+        assert error["type"] == "NotFoundError" and "'nope' does not exist" in error["message"]
+    else:
+        assert "'nope' does not exist" in error_line(done.stderr)
     gone = cli("--store", str(store), "forget", "tea", cwd=store.parent)
     assert gone.returncode == EXIT_OK and gone.stdout == "forgot tea\n"
 
@@ -265,3 +270,16 @@ def test_recall_temporal_moves_the_dated_memory_up(tmp_path: Path) -> None:
     assert plain.returncode == dated.returncode == EXIT_OK, (plain.stderr, dated.stderr)
     assert [h["memory"]["id"] for h in json.loads(dated.stdout)["hits"]] == ["t7"]
     assert json.loads(plain.stdout)["hits"][0]["memory"]["id"] != "t7"
+
+
+@pytest.mark.parametrize("ttl", ["nan", "inf", "-inf", "1e300", "0", "-5"])
+def test_remember_refuses_a_ttl_no_duration_holds_with_a_typed_reason(
+    tmp_path: Path, ttl: str
+) -> None:
+    """``--ttl`` goes through the engine's check: exit 2 naming the flag, no traceback, nothing stored."""
+    store = str(tmp_path / "t.mind")
+    argv = ["--store", store, "--embedder", "hashing", "--no-progress"]
+    done = main([*argv, "remember", "kept short", f"--ttl={ttl}"])
+    assert done == EXIT_INVALID
+    with embedmind.Store.open(store, embedder=HashingEmbedder(64)) as s:
+        assert s.stats().live == 0

@@ -67,7 +67,8 @@ CHANGED = {
     "export": "15f84e8: the export header carries session_context (false: an old store)",
     "cli/export": "as export",
     "cli/stats": "as stats (the CLI prints every Stats field)",
-    "cli/get-missing": "630293d: a missing id is an error line on stderr, no longer stdout",
+    "cli/get-missing": "630293d: a missing id is an error on stderr, no longer stdout; under "
+    "--json it is a JSON object naming the error's type (issue 49)",
     "cli/recall-hybrid": FUSION + " (the CLI's JSON holds the same hits)",
     "recall/rerank/reorder": "3cac26c: rerank_alpha reranks a pool of 40 whatever k (was 4k)",
     "recall/expand-related/hybrid": FUSION + "; the appended neighbours follow the new hits",
@@ -262,7 +263,10 @@ def test_intended_differences_are_the_documented_ones(found: dict[str, Any]) -> 
         assert [header, *rest] == old[key]
     missing = new["cli/get-missing"]
     assert (missing["exit"], missing["stdout"]) == (old["cli/get-missing"]["exit"], "")
-    assert missing["stderr"] == old["cli/get-missing"]["stdout"]
+    # Under --json the error is a JSON object on stderr, the same message inside.
+    error = json.loads(missing["stderr"])["error"]
+    assert error["type"] == "NotFoundError"
+    assert f"error: {error['message']}\n" == old["cli/get-missing"]["stdout"]
 
 
 def test_doctor_verify_finds_the_file_sound() -> None:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import queue
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -277,3 +281,158 @@ def test_recall_takes_temporal_widen_and_latest(tmp_path: Path) -> None:
             assert not error and found["hits"]
 
     _run(store, body)
+
+
+class _Wire:
+    """The server spoken to in raw JSON lines, as an adversarial client would.
+
+    The SDK's client cannot send ``NaN``, ``1e400`` or broken JSON; this can.
+    Lines are read by a thread, so every wait has a timeout.
+    """
+
+    def __init__(self, store: Path) -> None:
+        args = [EXE, "--store", str(store), "--embedder", "hashing", "mcp", "--namespace", "me"]
+        self.process = subprocess.Popen(
+            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.ids = itertools.count(1)
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "wire", "version": "1"}})  # fmt: skip
+        self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+
+    def answer(self, timeout: float = 10.0) -> dict[str, Any]:
+        answer: dict[str, Any] = json.loads(self.lines.get(timeout=timeout))  # or queue.Empty
+        return answer
+
+    def request(self, method: str, params: Any) -> dict[str, Any]:
+        self.send(json.dumps({"jsonrpc": "2.0", "id": next(self.ids), "method": method,
+                              "params": params}).encode())  # fmt: skip
+        return self.answer()
+
+    def call(self, tool: str, arguments: str) -> tuple[bool, str]:
+        """Call ``tool`` with ``arguments`` as raw JSON text (so NaN and 1e400 reach it)."""
+        line = (
+            f'{{"jsonrpc":"2.0","id":{next(self.ids)},"method":"tools/call",'
+            f'"params":{{"name":"{tool}","arguments":{arguments}}}}}'
+        )
+        self.send(line.encode())
+        result = self.answer()["result"]
+        return bool(result.get("isError")), result["content"][0]["text"]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()  # end of input: the server exits
+        try:
+            self.process.wait(timeout=10)
+        finally:
+            self.process.kill()
+            self.reader.join(timeout=10)  # it reads to the end of output first
+            self.process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Wire]:
+    """One server for the tests below (each starts by counting what is stored)."""
+    client = _Wire(tmp_path_factory.mktemp("wire") / "wire.mind")
+    yield client
+    client.close()
+
+
+BAD_NUMBERS = ["NaN", "Infinity", "-Infinity", "1e400", "1e300", "-1e300", "-1", "0"]
+
+
+def _live(wire: _Wire) -> int:
+    error, text = wire.call("stats", "{}")
+    assert not error, text
+    return int(json.loads(text)["live"])
+
+
+@pytest.mark.timeout(120)
+def test_every_numeric_argument_is_refused_with_a_typed_reason(wire: _Wire) -> None:
+    tools = wire.request("tools/list", {})["result"]["tools"]
+    numeric = []
+    for tool in tools:
+        schema = tool["inputSchema"]
+        for name, spec in schema["properties"].items():
+            kinds = {spec.get("type")} | {option.get("type") for option in spec.get("anyOf", [])}
+            if kinds & {"number", "integer"}:
+                base = {r: "x" for r in schema.get("required", []) if r != name}
+                numeric.append((tool["name"], name, base))
+    assert {(tool, name) for tool, name, _ in numeric} >= {
+        ("remember", "ttl_seconds"),
+        ("recall", "k"),
+    }
+    before = _live(wire)
+    for tool, name, base in numeric:
+        for bad in BAD_NUMBERS:
+            arguments = json.dumps(base)[:-1] + (", " if base else "") + f'"{name}": {bad}}}'
+            error, text = wire.call(tool, arguments)
+            assert error and f"InvalidInputError: {name}: " in text, (tool, name, bad, text)
+    assert _live(wire) == before  # nothing was written
+
+
+MALFORMED = {
+    "relations": ['[["rel", "a", "extra"]]', '[["rel"]]', "[[1, 2]]", '["rel"]', '"rel"', "{}"],
+    "supersedes": ['"an-id"', "[1]", "{}"],
+    "tags": ['"tag"', "[[]]", "[1]"],
+    "entities": ['"name"', "[{}]"],
+    "metadata": ["[1]", '"text"'],
+    "namespace": ["[]", "1"],
+    "content": ["1", "null", "[]"],
+}
+
+
+@pytest.mark.timeout(120)
+def test_a_malformed_argument_is_refused_with_its_name_and_nothing_is_written(
+    wire: _Wire,
+) -> None:
+    before = _live(wire)
+    error, text = wire.call("remember", '{"content": "the target of a relation"}')
+    assert not error, text
+    target = json.loads(text)["memory"]["id"]
+    for name, values in MALFORMED.items():
+        for value in values:
+            content = "" if name == "content" else '"content": "x", '
+            error, text = wire.call("remember", f'{{{content}"{name}": {value}}}')
+            assert error and f"InvalidInputError: {name}" in text, (name, value, text)
+    # A well-formed relation is kept, never dropped.
+    error, text = wire.call("remember", f'{{"content": "y", "relations": [["cites", "{target}"]]}}')
+    assert not error, text
+    error, text = wire.call("related", f'{{"id": "{target}"}}')
+    assert [(r["kind"], r["content"]) for r in json.loads(text)] == [("cites", "y")]
+    assert _live(wire) == before + 2
+
+
+@pytest.mark.timeout(120)
+def test_a_line_the_transport_cannot_parse_is_answered_and_serving_goes_on(wire: _Wire) -> None:
+    before = _live(wire)
+    deep = "[" * 5000 + "]" * 5000
+    nested = (
+        '{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"remember",'
+        f'"arguments":{{"content":"x","metadata":{{"a":{deep}}}}}}}}}'
+    )
+    for line, code in [
+        (nested.encode(), -32700),  # deeper than the JSON parser goes
+        (deep.encode(), -32700),
+        (b"{not json", -32700),
+        (b"\xff\xfe not utf-8", -32700),
+        (b"[1, 2]", -32600),  # JSON, but no JSON-RPC message
+        (b'{"id": 5}', -32600),
+    ]:
+        wire.send(line)
+        answer = wire.answer(timeout=5)
+        assert answer["id"] is None and answer["error"]["code"] == code, (line[:40], answer)
+    assert _live(wire) == before  # the server still answers

@@ -14,11 +14,13 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from embedmind.cli import global_options
 from embedmind.errors import InvalidInputError
-from embedmind.store import Store
+
+if TYPE_CHECKING:
+    from embedmind.store import Store
 
 Output = Callable[[str], None]
 
@@ -56,6 +58,13 @@ def add_parser(commands: Any, shared: argparse.ArgumentParser) -> None:
     again.set_defaults(run=_reindex, raw_path=True, existing=True)
 
 
+def _open(path: str) -> Store:
+    """The store, with no model (imported here: the parser is built for every command)."""
+    from embedmind.store import Store
+
+    return Store.open(path, embedder=None)
+
+
 def _mapping(args: argparse.Namespace) -> dict[str, Any]:
     """The aliases the command line gives: a pair, or a JSON object from ``--file``."""
     pair = args.key is not None or args.target is not None
@@ -85,7 +94,7 @@ def _mapping(args: argparse.Namespace) -> dict[str, Any]:
 
 def _set(path: str, args: argparse.Namespace, out: Output) -> int:
     mapping = _mapping(args)
-    with Store.open(path, embedder=None) as store:
+    with _open(path) as store:
         done = store.set_aliases(
             mapping, replace=args.replace, show_progress=global_options.show_progress(args)
         )
@@ -97,7 +106,7 @@ def _set(path: str, args: argparse.Namespace, out: Output) -> int:
 
 
 def _list(path: str, args: argparse.Namespace, out: Output) -> int:
-    with Store.open(path, embedder=None) as store:
+    with _open(path) as store:
         table = store.aliases()
     if args.json:
         out(json.dumps(table, ensure_ascii=False))
@@ -110,14 +119,14 @@ def _list(path: str, args: argparse.Namespace, out: Output) -> int:
 
 
 def _remove(path: str, args: argparse.Namespace, out: Output) -> int:
-    with Store.open(path, embedder=None) as store:
+    with _open(path) as store:
         removed = store.remove_aliases(args.keys, show_progress=global_options.show_progress(args))
     out(json.dumps({"removed": removed}) if args.json else f"removed {removed} aliases")
     return 0
 
 
 def _reindex(path: str, args: argparse.Namespace, out: Output) -> int:
-    with Store.open(path, embedder=None) as store:
+    with _open(path) as store:
         done = store.reindex_aliases(show_progress=global_options.show_progress(args))
     out(json.dumps({"reindexed": done}) if args.json else f"re-indexed {done} memories")
     return 0

@@ -15,6 +15,8 @@ from typing import Any
 
 from embedmind.errors import InvalidInputError
 
+HELP = "benchmarks beside anchors and peers: tables and JSON"
+"""``bench``'s line in ``embedmind --help`` (``embedmind_bench.cli`` gives the same)."""
 EXIT_SKIPPED = 5
 """``embedmind bench``'s exit code for a workload that cannot run here."""
 PACKAGE = "embedmind_bench"
@@ -33,14 +35,20 @@ def _installed() -> bool:
         return False
 
 
-def add_parser(commands: Any) -> None:
+def add_parser(commands: Any, *, load: bool = True) -> None:
     """Register ``bench`` on the CLI's subcommands: the real one, or the one that says why not.
 
     Args:
         commands: The ``add_subparsers()`` object of the ``embedmind`` parser.
+        load: Import the benchmarks' parser when they are installed. ``False``
+            registers its help line alone: ``main`` passes it when no argument
+            is ``bench``, since importing the benchmarks loads numpy.
     """
     reason = FIX
     if _installed():
+        if not load:
+            commands.add_parser("bench", help=HELP)
+            return
         try:
             cli = importlib.import_module(f"{PACKAGE}.cli")
         except ImportError as e:

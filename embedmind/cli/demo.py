@@ -7,6 +7,7 @@ and date; the questions below are answered by recall alone.
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 from collections.abc import Callable
 
@@ -114,3 +115,10 @@ def run(store: Store, write: Callable[[str], None], k: int = 2) -> None:
     write("\nFiltered: what did Leo say about dogs?  where={'speaker': 'Leo'}\n")
     for hit in speaker:
         write(f"  {hit.rank}. {hit.memory.content}\n")
+
+
+def command(store: Store, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    """``embedmind demo``: :func:`run` on the CLI's store (``:memory:`` unless ``--store``)."""
+    del args
+    run(store, lambda text: out(text.rstrip("\n")))
+    return 0

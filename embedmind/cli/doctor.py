@@ -1,6 +1,7 @@
 """``embedmind doctor``: what this installation has and whether it works.
 
-With ``--verify`` (and ``--store``) it also scans the store in full
+With ``--verify`` (and ``--store``: a file, or a URL whose backend says the
+store is there) it also scans a SQLite store in full
 (:func:`embedmind.verification.verify`): every memory row decodes and matches
 its fingerprint, the index files match their registry, and SQLite's
 ``integrity_check`` passes. Damaged memories are listed by id and the exit
@@ -9,19 +10,21 @@ code is non-zero. With ``--json`` the same facts are printed as one JSON object.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import importlib.metadata
 import json
-import os
 import platform
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
 from embedmind import plugins, verification
+from embedmind.backend.locations import masked
 from embedmind.backend.sqlite.connection import sqlite_version
+from embedmind.cli import global_options
 from embedmind.embedders.cache import cache_dir
-from embedmind.errors import EmbedmindError
+from embedmind.errors import EmbedmindError, InvalidInputError, NotFoundError
 from embedmind.verification import VerifyReport
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_PROBLEMS = 0, 1, 2, 4
@@ -88,7 +91,8 @@ def run(out: Callable[[str], None], *, store: str | None, verify: bool, as_json:
 
     Returns:
         0 when everything is sound; 4 when a problem or a damaged memory was
-        found; 1 when the store does not exist; 2 when ``verify`` has no store.
+        found; 1 when the store does not exist; 2 when ``verify`` has no store,
+        or one it cannot scan (a PostgreSQL store: the scan reads SQLite's file).
     """
     facts, problems = environment()
     document: dict[str, Any] = {
@@ -117,19 +121,29 @@ def run(out: Callable[[str], None], *, store: str | None, verify: bool, as_json:
     return code
 
 
+def command(store: str, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    """``embedmind doctor [--verify]``: :func:`run` with the CLI's ``--store`` and ``--json``."""
+    return run(out, store=store if args.verify else None, verify=args.verify, as_json=args.json)
+
+
 def _scan(store: str | None) -> tuple[VerifyReport | None, str | None, int]:
     """Open and verify ``store``: ``(report, error, exit code on error)``."""
     if store is None:
         return None, "doctor --verify needs a store: pass --store FILE.mind", EXIT_INVALID
-    if not os.path.isfile(store):  # a read command never creates a store
-        return None, f"store {store!r} does not exist (nothing was created)", EXIT_NOT_FOUND
     from embedmind.store import Store  # imported here: the report works without a store
 
     try:
+        # The store's backend says whether it is there (a file, or a server's
+        # schema), as for every reading command; nothing is ever created.
+        global_options.require_store(store)
         with Store.open(store, embedder=None) as opened:
             return verification.verify(opened), None, EXIT_OK
+    except NotFoundError as e:
+        return None, str(e), EXIT_NOT_FOUND
+    except InvalidInputError as e:  # not a store location, or a backend verify cannot scan
+        return None, f"cannot verify {masked(store)!r}: {e}", EXIT_INVALID
     except EmbedmindError as e:
-        return None, f"cannot verify {store!r}: {e}", EXIT_PROBLEMS
+        return None, f"cannot verify {masked(store)!r}: {e}", EXIT_PROBLEMS
 
 
 def _as_dict(scanned: VerifyReport) -> dict[str, Any]:

@@ -18,11 +18,13 @@ import os
 import sys
 from typing import IO
 
-from embedmind import plugins
-from embedmind.embedders.adapt import DEFAULT
+from embedmind.backend.locations import masked
 from embedmind.errors import NotFoundError
 
 DEFAULT_STORE = "memories.mind"
+DEFAULT_EMBEDDER = "default"
+"""``embedmind.embedders.adapt.DEFAULT``, spelled here: that module loads numpy, and
+``--help`` must not (``tests/test_cli_startup.py`` pins the two equal)."""
 
 
 def add(parser: argparse.ArgumentParser, *, after_command: bool) -> None:
@@ -46,7 +48,7 @@ def add(parser: argparse.ArgumentParser, *, after_command: bool) -> None:
     )
     parser.add_argument(
         "--embedder",
-        default=default(DEFAULT),
+        default=default(DEFAULT_EMBEDDER),
         help="a registered embedder name: the model of a new store, or reembed's target "
         "(default: the store's recorded model; for reembed, the built-in one)",
     )
@@ -94,13 +96,16 @@ def require_store(path: str) -> None:
         InvalidInputError: When ``path`` is not a usable store location, or a
             URL no installed backend serves.
     """
+    from embedmind import plugins  # loads the plugins: only a command that opens a store
+
     if plugins.backend_for(path).exists(path):
         return
-    error = NotFoundError(path, what="store")
+    shown = masked(path)  # a connection string's password is never printed
+    error = NotFoundError(shown, what="store")
     # NotFoundError's wording ("or was forgotten") is about memories; a store
     # path needs the fix instead.
     error.args = (
-        f"store {path!r} does not exist: check --store or $EMBEDMIND_STORE "
+        f"store {shown!r} does not exist: check --store or $EMBEDMIND_STORE "
         "(only remember, import and mcp create a store)",
     )
     raise error

@@ -1,7 +1,8 @@
-"""``embedmind``: remember, recall, get, forget, stats and demo from the shell.
+"""``embedmind``: remember, recall, list, get, forget, stats and demo from the shell.
 
 Output is for people by default and JSON with ``--json``. Every embedmind
-error ends in one line on stderr, ``error: <message>``, and an exit code:
+error ends in one line on stderr, ``error: <message>`` (with ``--json``, one
+JSON object, ``{"error": {"type": ..., "message": ...}}``), and an exit code:
 
 ====  ==========================================================
 0     success
@@ -14,23 +15,28 @@ error ends in one line on stderr, ``error: <message>``, and an exit code:
 4     storage failure (busy store, newer schema, I/O) and any other
       embedmind error
 5     ``embedmind bench`` only: the workload was skipped (it cannot run here)
+141   standard output was closed early (``embedmind list | head -1``): the
+      command stops quietly, as a program killed by SIGPIPE does (128 + 13)
 ====  ==========================================================
+
+This module builds the parser and runs a command; the commands themselves
+live in :mod:`~embedmind.cli.memories` and :mod:`~embedmind.cli.upkeep`, and
+are imported only when they run, so ``--help``, ``--version`` and a usage
+error load neither numpy, the model, a backend nor the plugins.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
+import contextvars
 import importlib
 import json
+import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
-from embedmind.cli import aliases, bench_seam, demo, doctor, global_options
-from embedmind.cli.render import describe, jsonable, recall_lines
-from embedmind.embedders.adapt import DEFAULT
+from embedmind.cli import aliases, bench_seam, global_options
 from embedmind.errors import (
     ConflictError,
     EmbedderMismatchError,
@@ -40,12 +46,11 @@ from embedmind.errors import (
     NotFoundError,
     StorageError,
 )
-from embedmind.plugins import registered_name
-from embedmind.reembed import reembed
-from embedmind.store import Store
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_CONFLICT, EXIT_STORAGE = 0, 1, 2, 3, 4
 EXIT_SKIPPED = bench_seam.EXIT_SKIPPED
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE: what a shell reports for ``cat`` or ``grep`` cut off by ``head``."""
 DEFAULT_STORE = global_options.DEFAULT_STORE
 
 # The first matching row wins; rows for subclasses come before their bases.
@@ -61,232 +66,87 @@ _EXIT_CODES: tuple[tuple[type[EmbedmindError], int], ...] = (
     (EmbedmindError, EXIT_STORAGE),
 )
 
+Output = Callable[[str], None]
+
+# Whether a usage error is printed as JSON: set by main() while it parses.
+_JSON_USAGE: contextvars.ContextVar[bool] = contextvars.ContextVar("json_usage", default=False)
+
 
 def _exit_code(error: EmbedmindError) -> int:
     """The documented exit code of an embedmind error (see docs/reference/errors.md)."""
     return next(code for kind, code in _EXIT_CODES if isinstance(error, kind))
 
 
-def _json_arg(text: str | None, field: str) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidInputError(field, f"not valid JSON: {e.msg}") from None
+def print_error(kind: str, message: str, *, as_json: bool) -> None:
+    """Print one error on stderr: ``error: <message>``, or with ``as_json`` one JSON object.
 
-
-@contextmanager
-def _file_errors(command: str, verb: str, path: str) -> Iterator[None]:
-    """Turn the failures of a file named on the command line into one-line usage errors.
-
-    ``export_jsonl`` and ``import_jsonl`` raise a plain ``OSError`` for the
-    file (missing directory, no permission, full disk); the store's own
-    failures are ``StorageError`` (an ``OSError`` too) and keep their code.
+    Args:
+        kind: The error's type name (``NotFoundError``; ``UsageError`` for argparse's).
+        message: The one-line message.
+        as_json: Print ``{"error": {"type": kind, "message": message}}`` instead.
     """
-    try:
-        yield
-    except StorageError:
-        raise
-    except OSError as e:
-        raise InvalidInputError(command, f"cannot {verb} {path!r}: {e.strerror or e}") from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        # Only the import file is parsed here; an engine that validates lines
-        # itself raises InvalidInputError naming the line instead.
-        raise InvalidInputError(command, f"{path!r} is not an embedmind export: {e}") from e
-
-
-Output = Callable[[str], None]
-
-
-def _remember(store: Store, args: argparse.Namespace, out: Output) -> int:
-    ttl = None if args.ttl is None else _dt.timedelta(seconds=args.ttl)
-    memory = store.remember(
-        args.text,
-        id=args.id,
-        namespace=args.namespace,
-        metadata=_json_arg(args.metadata, "--metadata"),
-        tags=args.tag or (),
-        tier=args.tier,
-        agent=args.agent,
-        session_id=args.session,
-        ttl=ttl,
-    )
-    out(
-        json.dumps(jsonable(memory), ensure_ascii=False) if args.json else f"remembered {memory.id}"
-    )
-    return EXIT_OK
-
-
-def _recall(store: Store, args: argparse.Namespace, out: Output) -> int:
-    result = store.recall(
-        args.query,
-        k=args.k,
-        namespace=args.namespace or None,
-        where=_json_arg(args.where, "--where"),
-        mode=args.mode,
-        temporal=args.temporal,
-        widen=args.widen,
-        latest=args.latest,
-        explain=args.explain,
-    )
-    if args.json:
-        out(json.dumps(jsonable(result), ensure_ascii=False))
-        return EXIT_OK
-    for line in recall_lines(result, explain=args.explain):
-        out(line)
-    return EXIT_OK
-
-
-def _get(store: Store, args: argparse.Namespace, out: Output) -> int:
-    memory = store.get(args.id)
-    if memory is None:
-        raise NotFoundError(args.id)
-    out(json.dumps(jsonable(memory), ensure_ascii=False) if args.json else describe(memory))
-    return EXIT_OK
-
-
-def _forget(store: Store, args: argparse.Namespace, out: Output) -> int:
-    if not store.forget(args.id):  # the engine's no-op is the CLI's "not found"
-        raise NotFoundError(args.id)
-    out(json.dumps({"id": args.id, "forgotten": True}) if args.json else f"forgot {args.id}")
-    return EXIT_OK
-
-
-def _stats(store: Store, args: argparse.Namespace, out: Output) -> int:
-    stats = store.stats()
-    if args.json:
-        out(json.dumps(jsonable(stats), ensure_ascii=False))
-        return EXIT_OK
-    out(f"store       {store.path} (schema {stats.schema_version}, {stats.file_bytes:,} bytes)")
-    out(f"memories    {stats.live} live, {stats.forgotten} forgotten, {stats.expired} expired")
-    out(f"lexical     {stats.lexical_documents} documents, {stats.lexical_terms} terms")
-    for namespace, count in stats.by_namespace.items():
-        out(f"namespace   {namespace}: {count}")
-    for agent, agent_stats in stats.by_agent.items():
-        sessions = len(agent_stats.sessions)
-        out(f"agent       {agent or '(unknown)'}: {agent_stats.live} in {sessions} sessions")
-    return EXIT_OK
-
-
-def _reembed(store_path: str, args: argparse.Namespace, out: Output) -> int:
-    # The global --embedder names the target model ("default": the built-in
-    # MiniLM); reembed resolves the name through the plugin registry.
-    model: object = args.embedder
-    if args.missing and model == DEFAULT:
-        # Filling gaps keeps the store's own model: "default" means the
-        # recorded one here, as it does for every command but a full reembed.
-        with Store.open(store_path) as store:
-            model = store.embedder
-    try:
-        done = reembed(
-            store_path,
-            model,
-            batch_size=args.batch_size,
-            show_progress=global_options.show_progress(args),
-            drop_vector_fragments=args.drop_vector_fragments,
-            missing=args.missing,
-        )
-    except ConflictError as e:
-        # Fragments given as vectors: name the option, not the Python argument.
-        message = str(e).replace("drop_vector_fragments=True", "--drop-vector-fragments")
-        if message == str(e):
-            raise
-        raise ConflictError(e.id, message) from None
-    out(json.dumps({"reembedded": done}) if args.json else f"re-embedded {done} memories")
-    return EXIT_OK
-
-
-def _vacuum(store: Store, args: argparse.Namespace, out: Output) -> int:
-    def step(name: str) -> None:  # progress, like the bars: on stderr, only to a terminal
-        print(f"vacuum: {name}...", file=sys.stderr)
-
-    report = store.vacuum(progress=step if global_options.show_progress(args) else None)
-    if args.json:
-        out(json.dumps(jsonable(report)))
+    if as_json:
+        line = json.dumps({"error": {"type": kind, "message": message}}, ensure_ascii=False)
     else:
-        out(
-            f"reclaimed {report.removed} forgotten memories: "
-            f"{report.bytes_before:,} -> {report.bytes_after:,} bytes"
-        )
-    return EXIT_OK
+        line = f"error: {message}"
+    print(line, file=sys.stderr)
 
 
-def _export(store: Store, args: argparse.Namespace, out: Output) -> int:
-    to_stdout = args.file == "-"
-    with _file_errors("export", "write", args.file):
-        written = store.export_jsonl(
-            sys.stdout if to_stdout else args.file,
-            include_vectors=args.vectors,
-            show_progress=global_options.show_progress(args),
-        )
-    summary = json.dumps({"exported": written}) if args.json else f"exported {written} memories"
-    if to_stdout:  # the export is on stdout: the summary must not join it
-        print(summary, file=sys.stderr)
-    else:
-        out(summary)
-    return EXIT_OK
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors as JSON when the command line has ``--json``."""
+
+    def error(self, message: str) -> NoReturn:
+        if not _JSON_USAGE.get():
+            super().error(message)
+        print_error("UsageError", f"{message} (see `{self.prog} --help`)", as_json=True)
+        self.exit(EXIT_INVALID)
 
 
-def _import(store: Store, args: argparse.Namespace, out: Output) -> int:
-    with _file_errors("import", "read", args.file):
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version, read only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        del kwargs
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version and exit")  # fmt: skip
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
         try:
-            source = sys.stdin if args.file == "-" else args.file
-            read = store.import_jsonl(
-                source, reembed=args.reembed, show_progress=global_options.show_progress(args)
-            )
-        except EmbedderMismatchError as e:
-            # The engine does not know the file's name; the CLI does, so the
-            # message can give the exact command that imports it. Without an
-            # explicit --embedder the store reopens with its recorded model.
-            name = None if args.embedder == DEFAULT else args.embedder
-            raise EmbedderMismatchError(
-                store.path, e.recorded, e.given, source=args.file, name=name
-            ) from None
-    out(json.dumps({"imported": read}) if args.json else f"imported {read} memories")
-    return EXIT_OK
+            number = version("embedmind")
+        except PackageNotFoundError:  # a source tree on sys.path, not installed
+            import embedmind
+
+            number = embedmind.__version__
+        print(f"embedmind {number}")
+        parser.exit(EXIT_OK)
 
 
-def _doctor(store_path: str, args: argparse.Namespace, out: Output) -> int:
-    return doctor.run(
-        out, store=store_path if args.verify else None, verify=args.verify, as_json=args.json
+def _lazy(module: str, name: str) -> Callable[..., int]:
+    """The command ``module.name``, imported when it runs (the parser alone loads no engine)."""
+
+    def run(*args: Any) -> int:
+        command: Callable[..., int] = getattr(importlib.import_module(module), name)
+        return command(*args)
+
+    return run
+
+
+def _memories(name: str) -> Callable[..., int]:
+    return _lazy("embedmind.cli.memories", name)
+
+
+def _upkeep(name: str) -> Callable[..., int]:
+    return _lazy("embedmind.cli.upkeep", name)
+
+
+def _add_memory_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
+    """``remember``, ``recall``, ``list``, ``get``, ``forget`` and ``stats``."""
+    remember = command("remember", help="store one memory (TEXT, or - for standard input)")
+    remember.add_argument(
+        "text", nargs="?", help="the content; - or none (with a pipe) reads standard input"
     )
-
-
-def _mcp(store_path: str, args: argparse.Namespace, out: Output) -> int:
-    # mcp_server imports the SDK lazily, so probe it here: before the store is
-    # opened, and as one line instead of a traceback from inside the server.
-    try:
-        importlib.import_module("mcp.server.mcpserver")
-    except ImportError:
-        raise InvalidInputError(
-            "mcp",
-            'the MCP server needs the mcp package: pip install "embedmind[mcp]" '
-            '(from a clone of the repository: pip install ".[mcp]")',
-        ) from None
-    from embedmind.cli.mcp_server import serve
-
-    return serve(store_path, args.namespace, args.agent, args.allow or (), args.embedder)
-
-
-def _demo(store: Store, args: argparse.Namespace, out: Output) -> int:
-    demo.run(store, lambda text: out(text.rstrip("\n")))
-    return EXIT_OK
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for the CLI reference docs)."""
-    parser = argparse.ArgumentParser(prog="embedmind", description=__doc__.splitlines()[0])
-    global_options.add(parser, after_command=False)
-    shared = global_options.after_command()
-    subparsers = parser.add_subparsers(dest="command", required=True)
-
-    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        """A command that accepts the global options after its name as well."""
-        return subparsers.add_parser(name, parents=[shared], **kwargs)
-
-    remember = command("remember", help="store one memory")
-    remember.add_argument("text")
     remember.add_argument("--id")
     remember.add_argument("--namespace", default="default")
     remember.add_argument("--metadata", help="a JSON object")
@@ -295,7 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     remember.add_argument("--agent", default="cli")
     remember.add_argument("--session")
     remember.add_argument("--ttl", type=float, help="time to live in seconds")
-    remember.set_defaults(run=_remember)
+    remember.set_defaults(
+        run=_memories("remember"), prepare=_memories("read_text"), needs_model=True
+    )
 
     recall = command("recall", help="recall memories matching a query")
     recall.add_argument("query")
@@ -319,16 +181,27 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="newest first among the best hits when the query asks for a current value ('now')",
     )
-    recall.set_defaults(run=_recall, existing=True)
+    recall.set_defaults(run=_memories("recall"), existing=True, needs_model=True)
 
-    for name, run, help_text in (
-        ("get", _get, "show one memory"),
-        ("forget", _forget, "tombstone one memory"),
-    ):
-        sub = command(name, help=help_text)
-        sub.add_argument("id")
-        sub.set_defaults(run=run, existing=True)
-    command("stats", help="counts and sizes").set_defaults(run=_stats, existing=True)
+    listing = command("list", help="list memories, oldest first")
+    listing.add_argument("--namespace", action="append", help="'a/b', 'a/b/*'; repeatable")
+    listing.add_argument("--where", help="a JSON filter, as for recall")
+    listing.add_argument("--limit", type=int, help="at most N memories (default: all)")
+    listing.add_argument("--offset", type=int, default=0, help="skip the first N (paging)")
+    listing.add_argument("--newest", action="store_true", help="newest first")
+    listing.set_defaults(run=_memories("listing"), existing=True)
+
+    sub = command("get", help="show one memory")
+    sub.add_argument("id")
+    sub.set_defaults(run=_memories("get"), existing=True)
+    sub = command("forget", help="tombstone one memory")
+    sub.add_argument("id")
+    sub.set_defaults(run=_memories("forget"), existing=True, needs_model=True)
+    command("stats", help="counts and sizes").set_defaults(run=_memories("stats"), existing=True)
+
+
+def _add_upkeep_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
+    """``reembed``, ``vacuum``, ``doctor``, ``mcp``, ``export``, ``import`` and ``demo``."""
     again = command(
         "reembed",
         help="re-embed every memory and fragment with --embedder "
@@ -346,9 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only embed the memories written without a vector (a store opened with no "
         "embedder), with the store's own model",
     )
-    again.set_defaults(run=_reembed, raw_path=True, existing=True)
+    again.set_defaults(run=_upkeep("reembed"), raw_path=True, existing=True)
     command("vacuum", help="reclaim forgotten memories' space").set_defaults(
-        run=_vacuum, existing=True
+        run=_upkeep("vacuum"), existing=True, needs_model=True
     )
     checkup = command("doctor", help="versions, models, plugins, adapters")
     checkup.add_argument(
@@ -357,63 +230,160 @@ def build_parser() -> argparse.ArgumentParser:
         help="also scan the store in full: every memory against its fingerprint, the index "
         "files, SQLite's integrity check (never creates the store)",
     )
-    checkup.set_defaults(run=_doctor, raw_path=True)
+    checkup.set_defaults(run=_lazy("embedmind.cli.doctor", "command"), raw_path=True)
     server = command("mcp", help="serve the store to agents over MCP (stdio)")
     server.add_argument("--namespace", default="default", help="the default namespace")
     server.add_argument("--agent", default="mcp", help="recorded as the writing agent")
     server.add_argument("--allow", action="append", help="namespaces it may access; repeatable")
-    server.set_defaults(run=_mcp, raw_path=True)
+    server.set_defaults(run=_upkeep("mcp"), raw_path=True)
     export = command("export", help="write memories and links as JSON Lines")
     export.add_argument("file", help="the file to write, or - for standard output")
     export.add_argument("--vectors", action="store_true", help="include the vectors")
-    export.set_defaults(run=_export, existing=True)
+    export.add_argument("--force", action="store_true", help="replace an existing file")
+    export.set_defaults(run=_upkeep("export"), prepare=_upkeep("check_destination"), existing=True)
     load = command("import", help="read a JSON Lines export (idempotent)")
     load.add_argument("file", help="the file to read, or - for standard input")
     load.add_argument("--reembed", action="store_true", help="accept another model's export")
-    load.set_defaults(run=_import)
+    load.set_defaults(run=_upkeep("import_"), needs_model=True)
     demo_parser = command("demo", help="remember a conversation and ask it questions")
-    demo_parser.set_defaults(run=_demo, demo_store=":memory:")
+    demo_parser.set_defaults(
+        run=_lazy("embedmind.cli.demo", "command"), demo_store=":memory:", needs_model=True
+    )
+
+
+def build_parser(*, bench: bool = True) -> argparse.ArgumentParser:
+    """The argument parser (exposed for the CLI reference docs).
+
+    Args:
+        bench: Register the benchmarks' own ``bench`` parser when they are
+            installed; ``False`` registers its help line only (what ``main``
+            does when no argument is ``bench``: importing them loads numpy).
+    """
+    parser = _Parser(prog="embedmind", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action=_Version)
+    global_options.add(parser, after_command=False)
+    shared = global_options.after_command()
+    subparsers: Any = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """A command that accepts the global options after its name as well."""
+        made: argparse.ArgumentParser = subparsers.add_parser(name, parents=[shared], **kwargs)
+        return made
+
+    _add_memory_commands(command)
+    _add_upkeep_commands(command)
     # bench has its own --json PATH and --no-progress: its globals come before it.
-    bench_seam.add_parser(subparsers)
+    bench_seam.add_parser(subparsers, load=bench)
     aliases.add_parser(subparsers, shared)
     return parser
 
 
+def _json_requested(words: Sequence[str]) -> bool:
+    """Whether the global ``--json`` is on the command line (``bench``'s ``--json PATH`` is not).
+
+    Read before parsing, so that a usage error can be printed as JSON too.
+    """
+    options = list(words)
+    if "--" in options:
+        options = options[: options.index("--")]
+    command = _command_index(options)
+    if command < len(options) and options[command] == "bench":
+        options = options[:command]  # bench's own options follow its name
+    return "--json" in options
+
+
+def _command_index(words: Sequence[str]) -> int:
+    """Where the command's name is: the first word that is neither an option nor its value."""
+    takes_value = False
+    for i, word in enumerate(words):
+        if takes_value:
+            takes_value = False
+        elif word in ("--store", "--embedder"):
+            takes_value = True
+        elif not word.startswith("-"):
+            return i
+    return len(words)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
-    args = build_parser().parse_args(argv)
-
-    def out(text: str) -> None:
-        print(text)
-
+    words = sys.argv[1:] if argv is None else list(argv)
+    token = _JSON_USAGE.set(_json_requested(words))
+    try:
+        args = build_parser(bench="bench" in words).parse_args(words)
+    finally:
+        _JSON_USAGE.reset(token)
     store_path = (
         args.demo_store if args.command == "demo" and args.store == DEFAULT_STORE else args.store
     )
     try:
         try:
-            return _dispatch(store_path, args, out)
-        except EmbedderMismatchError as e:
-            if e.source is not None:
-                raise
-            # Opened with another model: name it in the suggested reembed command by
-            # its model id when that is registered, else by --embedder's value (a
-            # plugin's name need not be its model id); "default" is not a name to give.
-            chosen = None if args.embedder == DEFAULT else args.embedder
-            name = registered_name(e.given.get("model_id", ""), chosen)
-            raise EmbedderMismatchError(e.path, e.recorded, e.given, name=name) from None
-    except EmbedmindError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return _exit_code(e)
+            code = _run(store_path, args)
+        except EmbedmindError as e:
+            print_error(type(e).__name__, str(e), as_json=args.json)
+            code = _exit_code(e)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _run(store_path: str, args: argparse.Namespace) -> int:
+    """Dispatch, naming the fix when the store was opened with another model."""
+
+    def out(text: str) -> None:
+        print(text)
+
+    try:
+        return _dispatch(store_path, args, out)
+    except EmbedderMismatchError as e:
+        if e.source is not None:
+            raise
+        from embedmind.plugins import registered_name
+
+        # Opened with another model: name it in the suggested reembed command by
+        # its model id when that is registered, else by --embedder's value (a
+        # plugin's name need not be its model id); "default" is not a name to give.
+        chosen = None if args.embedder == global_options.DEFAULT_EMBEDDER else args.embedder
+        name = registered_name(e.given.get("model_id", ""), chosen)
+        raise EmbedderMismatchError(e.path, e.recorded, e.given, name=name) from None
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
 
 
 def _dispatch(store_path: str, args: argparse.Namespace, out: Output) -> int:
-    """Run the command on the store file or on the opened store."""
-    if getattr(args, "existing", False) or getattr(args, "verify", False):
+    """Run the command on the store file or on the opened store.
+
+    A command's ``prepare`` checks and completes its arguments first, so a
+    refusal creates no store. A command that never embeds (``get``,
+    ``list``, ``stats``, ``export``) opens the store without a model unless
+    ``--embedder`` names one: loading the model is most of a command's time.
+    """
+    prepare = getattr(args, "prepare", None)
+    if prepare is not None:
+        prepare(args)
+    if getattr(args, "existing", False):
         global_options.require_store(store_path)
     if getattr(args, "raw_path", False):  # works on the file, not an open store
         code: int = args.run(store_path, args, out)
         return code
-    with Store.open(store_path, embedder=args.embedder) as store:
+    from embedmind.store import Store
+
+    embedder = args.embedder
+    if not getattr(args, "needs_model", False) and embedder == global_options.DEFAULT_EMBEDDER:
+        embedder = None
+    with Store.open(store_path, embedder=embedder) as store:
         code = args.run(store, args, out)
         return code
 

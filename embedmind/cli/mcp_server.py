@@ -10,7 +10,12 @@ outside it is reported as not found, so nothing leaks: every memory a tool
 returns (hits, links, versions) and every id it names passes the same test.
 Namespaces are compared in Unicode NFC, as the store keeps them. Errors come
 back as MCP tool errors carrying the typed error's message; the server keeps
-serving. Results are compact JSON (no indent): an agent pays for every token.
+serving. Every argument is checked once, with a typed reason: its shape by the
+tool's signature (a relation is exactly a ``[kind, target_id]`` pair; a
+mismatch reads as an InvalidInputError, see :mod:`embedmind.cli.mcp_wire`),
+its value by the engine's own checks (numbers finite and in range). A line the
+transport cannot parse gets a JSON-RPC error. Results are compact JSON (no
+indent): an agent pays for every token.
 Requires the optional ``mcp`` package (``pip install "embedmind[mcp]"``; from
 a clone, ``pip install ".[mcp]"``).
 """
@@ -25,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from embedmind import __version__
+from embedmind.checks import seconds
 from embedmind.errors import EmbedmindError, InvalidInputError, NotFoundError
 from embedmind.ids import new_ulid
 from embedmind.model import Memory, Recall
@@ -130,9 +136,21 @@ def _typed_errors(tool: F) -> F:
     return cast(F, wrapper)
 
 
+def _instant(value: str | None, field: str) -> dt.datetime | None:
+    """An ISO 8601 argument as a datetime (the engine checks its range)."""
+    if value is None:
+        return None
+    try:
+        return dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInputError(
+            field, f"{value!r} is not an ISO 8601 date-time, e.g. 2024-05-01T09:30:00+00:00"
+        ) from None
+
+
 def build_server(store: Store, scope: Scope, agent: str) -> Any:
     """The MCP server object with embedmind's tools registered."""
-    from mcp.server.mcpserver import MCPServer
+    from embedmind.cli.mcp_wire import EmbedmindMCPServer
 
     def tool() -> Callable[[F], F]:
         register = server.tool()
@@ -160,7 +178,7 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
         }
 
     session = new_ulid()
-    server = MCPServer(
+    server = EmbedmindMCPServer(
         "embedmind",
         version=__version__,
         instructions=(
@@ -179,7 +197,7 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
         metadata: dict[str, Any] | None = None,
         tags: list[str] | None = None,
         entities: list[str] | None = None,
-        relations: list[list[str]] | None = None,
+        relations: list[tuple[str, str]] | None = None,
         supersedes: list[str] | None = None,
         ttl_seconds: float | None = None,
     ) -> dict[str, Any]:
@@ -192,7 +210,10 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
         the memory expire.
         """
         target = scope.check(namespace)
-        for target_id in [*(supersedes or ()), *(r[1] for r in relations or () if len(r) == 2)]:
+        ttl = None if ttl_seconds is None else seconds(ttl_seconds, "ttl_seconds")
+        # The signature admits pairs only: a relation is never dropped here.
+        links = tuple(relations or ())
+        for target_id in [*(supersedes or ()), *(t for _, t in links)]:
             scope.visible(store.get(target_id), target_id)
         outcome = store.remember_detailed(
             content,
@@ -200,9 +221,9 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
             metadata=metadata,
             tags=tuple(tags or ()),
             entities=tuple(entities or ()),
-            relations=tuple((r[0], r[1]) for r in relations or () if len(r) == 2),
+            relations=links,
             supersedes=tuple(supersedes or ()),
-            ttl=None if ttl_seconds is None else dt.timedelta(seconds=ttl_seconds),
+            ttl=ttl,
             agent=agent,
             session_id=session,
         )
@@ -237,13 +258,12 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
         the best-matching memories first when the question asks for a current
         value ("where does she live now?").
         """
-        when = None if as_of is None else dt.datetime.fromisoformat(as_of)
         result = store.recall(
             query,
             k=k,
             namespace=scope.check(namespace),
             where=where,
-            as_of=when,
+            as_of=_instant(as_of, "as_of"),
             expand_related=expand_related,
             recency=recency,
             temporal=temporal,

@@ -33,6 +33,18 @@ def describe(memory: Memory) -> str:
     return f"{memory.id}  [{memory.namespace}]  {memory.content}{extra}"
 
 
+def list_line(memory: Memory, width: int = 80) -> str:
+    """One memory for ``embedmind list``: id, creation time, namespace, the content's start.
+
+    The content is on one line (its whitespace runs become one space) and cut
+    to ``width`` characters, an ellipsis marking the cut.
+    """
+    text = " ".join(memory.content.split())
+    snippet = text if len(text) <= width else text[: width - 1] + "\u2026"
+    when = memory.created_at.isoformat(timespec="seconds")
+    return f"{memory.id}  {when}  [{memory.namespace}]  {snippet}"
+
+
 def recall_lines(result: Recall, *, explain: bool) -> Iterator[str]:
     """The human lines of a recall.
 
