@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from embedmind import InvalidInputError
+from embedmind import InvalidInputError, Store
 from embedmind.query.scope import SUBTREE_SUFFIX, in_scope, normalize_namespace
 
 Scope = str | list[str]
@@ -49,6 +49,20 @@ def write_target(scope: Scope, write_namespace: str | None) -> str | None:
             "could not be found again; pick a namespace inside it",
         )
     return target
+
+
+def namespaces(store: Store, scope: Scope) -> list[str]:
+    """The namespaces a read scope can find documents in.
+
+    Its exact names, and for a subtree the namespaces under it that hold
+    memories (listed once, only when the scope has a subtree).
+    """
+    items = [scope] if isinstance(scope, str) else scope
+    exact = [item for item in items if not item.endswith(SUBTREE_SUFFIX)]
+    if len(exact) == len(items):
+        return exact
+    held = [activity.namespace for activity in store.namespaces()]
+    return list(dict.fromkeys([*exact, *(n for n in held if in_scope(n, scope))]))
 
 
 def covers(scope: Scope, namespace: str) -> bool:

@@ -36,6 +36,7 @@ from langgraph.store.base import (
 )
 
 from embedmind import Memory, Store
+from embedmind.query.scope import normalize_namespace
 from langchain_embedmind import store_namespaces as names
 from langchain_embedmind import store_ttl
 from langchain_embedmind.store_index import (
@@ -101,7 +102,8 @@ class EmbedmindStore(BaseStore):
         root: str = ROOT,
     ) -> None:
         self.store = store
-        self.root = root
+        # In NFC, as the engine stores it: items are matched by their stored namespace.
+        self.root = normalize_namespace(root, "root")
         self._indexing: Indexing | None = resolve_index(store, index)
         self.index_config: dict[str, Any] | None = (
             None if self._indexing is None else self._indexing.config
@@ -239,7 +241,7 @@ class EmbedmindStore(BaseStore):
     def _item(self, memory: Memory, score: float | None = None, search: bool = False) -> Item:
         value = {k: v for k, v in memory.metadata.items() if k != RESERVED}
         fields: dict[str, Any] = {
-            "namespace": names.to_labels(memory.namespace),
+            "namespace": names.to_labels(self.root, memory.namespace),
             "key": memory.metadata[RESERVED]["key"],
             "value": value,
             "created_at": memory.created_at,
@@ -360,12 +362,12 @@ class EmbedmindStore(BaseStore):
 
     def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = [
-            names.to_labels(activity.namespace)
+            names.to_labels(self.root, activity.namespace)
             for activity in self.store.namespaces()
             if activity.namespace.startswith(self.root + "/")
         ]
         for condition in op.match_conditions or ():
-            path = tuple(names.nfc(label) for label in condition.path)  # as labels are stored
+            path = tuple(condition.path)
             namespaces = [n for n in namespaces if _matches(n, condition.match_type, path)]
         if op.max_depth is not None:
             namespaces = [n[: op.max_depth] for n in namespaces]

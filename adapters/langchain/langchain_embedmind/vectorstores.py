@@ -8,6 +8,11 @@ everything; it must be the store's own model (checked at construction).
 Similarity search is the vector channel, so a query whose words occur nowhere
 still finds its nearest documents. Reads cover a namespace scope as
 ``recall`` does; writes go to one namespace.
+
+Document ids are scoped by namespace (see :mod:`langchain_embedmind._convert`):
+two vector stores writing different namespaces of one file may use the same
+ids, and neither can block or probe the other's. A document an older adapter
+wrote under its raw id is still found, replaced in place and deleted.
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from embedmind import Draft, InvalidInputError, Store
+from embedmind import Draft, InvalidInputError, Memory, Store
+from embedmind.ids import validate_id
 from langchain_embedmind import _scope
-from langchain_embedmind._convert import to_document
+from langchain_embedmind._convert import memory_id, to_document
 from langchain_embedmind.embeddings import check_same_model
 
 
@@ -89,13 +95,26 @@ class EmbedmindVectorStore(VectorStore):
             raise ValueError("texts, metadatas and ids must have the same length")
         final = [i if i is not None else str(uuid.uuid4()) for i in given]
         target = self._target()
+        stored = self._memory_ids(target, final)
         vectors = self._embed_documents(texts)
         drafts = [
-            Draft(text, id=memory_id, namespace=target, metadata=meta, vector=vector)
-            for text, meta, memory_id, vector in zip(texts, metadatas, final, vectors, strict=True)
+            Draft(text, id=stored[i], namespace=target, metadata=meta, vector=vector)
+            for text, meta, i, vector in zip(texts, metadatas, final, vectors, strict=True)
         ]
         self.store.remember_many(drafts, batch_size=kwargs.get("batch_size"))
         return final
+
+    def _memory_ids(self, target: str, ids: list[str]) -> dict[str, str]:
+        """The memory id each document is written under: scoped, or the raw id of an older write.
+
+        A memory of ``target`` whose id is the raw document id was written
+        before ids were scoped: it is replaced in place rather than given a
+        scoped twin. A raw id found in another namespace is ignored, so the
+        outcome is the same whether another tenant holds that id or not.
+        """
+        scoped = {i: memory_id(target, i, f"ids[{n}]") for n, i in enumerate(ids)}
+        older = {m.id for m in self.store.get_many(list(scoped)) if m.namespace == target}
+        return {i: i if i in older else scoped[i] for i in scoped}
 
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Add documents (ids of ``None`` are generated; the documents are not mutated)."""
@@ -115,10 +134,26 @@ class EmbedmindVectorStore(VectorStore):
         if ids is None:
             self.store.delete_namespace(self._target())
             return True
-        for memory in self.store.get_many(list(ids)):
-            if _scope.covers(self.namespace, memory.namespace):
-                self.store.delete(memory.id)
+        for memory in self._find(ids):
+            self.store.delete(memory.id)
         return True
+
+    def _find(self, ids: Sequence[str]) -> list[Memory]:
+        """The memories of the read scope written as these document ids, scoped or raw.
+
+        A document id may have been written to any namespace of the scope, so
+        each is looked up under every one that holds memories (and raw, as an
+        older adapter or the engine's own API wrote it).
+
+        Raises:
+            InvalidInputError: When an id is not a valid id.
+        """
+        wanted = list(dict.fromkeys(validate_id(i, "ids") for i in ids))
+        candidates = list(wanted)
+        for namespace in _scope.namespaces(self.store, self.namespace):
+            candidates += [m for m in (_scoped(namespace, i) for i in wanted) if m is not None]
+        found = self.store.get_many(list(dict.fromkeys(candidates)))
+        return [m for m in found if _scope.covers(self.namespace, m.namespace)]
 
     def _target(self) -> str:
         if self.write_namespace is None:
@@ -133,11 +168,7 @@ class EmbedmindVectorStore(VectorStore):
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Documents for the ids that exist, with ``id`` set."""
-        return [
-            to_document(m)
-            for m in self.store.get_many(list(ids))
-            if _scope.covers(self.namespace, m.namespace)
-        ]
+        return [to_document(m) for m in self._find(ids)]
 
     def similarity_search(
         self,
@@ -262,6 +293,14 @@ class EmbedmindVectorStore(VectorStore):
 
     def _embed_query(self, query: str) -> list[float] | None:
         return None if self._embedding is None else list(self._embedding.embed_query(query))
+
+
+def _scoped(namespace: str, document_id: str) -> str | None:
+    """The memory id of a document, or ``None`` when it is too long to live in ``namespace``."""
+    try:
+        return memory_id(namespace, document_id)
+    except InvalidInputError:
+        return None
 
 
 def _unit(score: float) -> float:

@@ -140,7 +140,8 @@ def test_a_pattern_scope_writes_only_where_told(store: embedmind.Store) -> None:
     assert store.stats().live == 0
     vs = EmbedmindVectorStore(store, namespace="user/*", write_namespace="user/c")
     (new_id,) = vs.add_texts(["tea"])
-    assert store.get(new_id).namespace == "user/c"
+    assert [d.id for d in vs.get_by_ids([new_id])] == [new_id]
+    assert [m.namespace for m in store.iter()] == ["user/c"]
     assert [d.id for d in vs.similarity_search("tea", k=5)] == [new_id]
     with pytest.raises(InvalidInputError, match="outside the read scope"):
         EmbedmindVectorStore(store, namespace="user/*", write_namespace="other")

@@ -11,6 +11,15 @@ document before the top-k cut. Similarities lie in [0, 1]; see
 the model LlamaIndex embeds with; a node or query embedding of another length
 is refused with the line to write instead.
 
+Node ids are scoped by namespace: a node is stored under
+:func:`memory_id` of (namespace, node id), and its node id is kept in its
+metadata, which every read goes by. Two stores on different namespaces of one
+file can therefore use the same node ids, and neither can block or probe the
+other's (the engine's ids are unique across the file, so a raw node id would
+collide, and the collision error would confirm it exists). A node written
+before ids were scoped (its memory id is its node id) is still read by its
+metadata, deleted, and updated in place.
+
 The async methods (``async_add``, ``aquery``, ``aget_nodes``, ``adelete``,
 ``adelete_nodes``, ``aclear``) run their sync twin in a worker thread
 (``asyncio.to_thread``): the engine's API is synchronous, on SQLite and on
@@ -20,6 +29,7 @@ PostgreSQL alike, and LlamaIndex's defaults would run it on the event loop.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,6 +51,8 @@ from llama_index.vector_stores.embedmind.scoring import Found
 from pydantic import PrivateAttr
 
 from embedmind import Draft, Hit, InvalidInputError, Memory, Store
+from embedmind.ids import validate_id
+from embedmind.query.scope import normalize_namespace
 
 RESERVED = "__llama_index__"
 REF = "__ref_doc_id__"
@@ -104,6 +116,10 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
     def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
         """Store nodes (an existing id is replaced); return their ids in order."""
         drafts = []
+        # Checked as the engine checks its own ids: they are looked up as such below.
+        ids = self._memory_ids(
+            [validate_id(node.node_id, f"nodes[{i}].node_id") for i, node in enumerate(nodes)]
+        )
         for i, node in enumerate(nodes):
             if node.embedding is not None:
                 self._check_embedding(node.embedding, f"nodes[{i}].embedding")
@@ -113,7 +129,7 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
             drafts.append(
                 Draft(
                     node.get_content(metadata_mode=MetadataMode.NONE),
-                    id=node.node_id,
+                    id=ids[node.node_id],
                     namespace=self.namespace,
                     metadata={**user, RESERVED: reserved, REF: node.ref_doc_id, NODE: node.node_id},
                     vector=node.get_embedding() if node.embedding is not None else None,
@@ -121,6 +137,19 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
             )
         self._store.remember_many(drafts, batch_size=kwargs.get("batch_size"))
         return [node.node_id for node in nodes]
+
+    def _memory_ids(self, node_ids: list[str]) -> dict[str, str]:
+        """The memory id each node is written under: scoped, or the raw id of an older write.
+
+        A memory whose id is the raw node id, in this namespace, was written
+        before ids were scoped: it is updated in place rather than given a
+        scoped twin. One elsewhere is another tenant's and is not looked at
+        further: this tenant's write goes to its own scoped id either way.
+        """
+        namespace = normalize_namespace(self.namespace)
+        unique = list(dict.fromkeys(node_ids))
+        older = {m.id for m in self._store.get_many(unique) if m.namespace == namespace}
+        return {i: i if i in older else memory_id(namespace, i) for i in unique}
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete every node of one source document."""
@@ -212,7 +241,7 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
         found = _capped(run, k, cap) if cap else run(k)[:k]
         nodes = [self._node(m) for m, _ in found]
         return VectorStoreQueryResult(
-            nodes=nodes, similarities=[s for _, s in found], ids=[m.id for m, _ in found]
+            nodes=nodes, similarities=[s for _, s in found], ids=[n.node_id for n in nodes]
         )
 
     def _check_embedding(self, vector: Sequence[float], field: str) -> None:
@@ -328,6 +357,17 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
         node = metadata_dict_to_node({**user, **memory.metadata[RESERVED]}, text=memory.content)
         node.metadata = user
         return node
+
+
+def memory_id(namespace: str, node_id: str) -> str:
+    """The memory id of node ``node_id`` in ``namespace`` (NFC, as the store keeps it).
+
+    A digest of both, so equal node ids of two namespaces never meet, and of a
+    fixed length, so a node id as long as a file path still fits the engine's
+    256-character ids. The node id itself is kept in the node's metadata.
+    """
+    digest = hashlib.blake2b(f"{namespace}\x00{node_id}".encode(), digest_size=16).hexdigest()
+    return "li:" + digest
 
 
 def _capped(run: Callable[[int], Found], k: int, cap: int) -> Found:
