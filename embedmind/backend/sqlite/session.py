@@ -319,9 +319,6 @@ class SqliteAliases(_Facet):
     def pending_count(self) -> int:
         return alias_rows.pending_count(self.conn)
 
-    def dates_enabled(self) -> bool:
-        return session_rows.dates_enabled(self.conn)
-
 
 class SqliteRead:
     """A read snapshot (:class:`~embedmind.backend.protocol.ReadSession`)."""
