@@ -156,8 +156,9 @@ class Hit:
 
     Attributes:
         memory: The recalled memory.
-        score: The fused score (higher is better); the raw channel score when a
-            single channel ran.
+        score: The estimated probability (0-1) that the hit is relevant, in
+            every mode (:mod:`embedmind.evidence`); higher is better. Each
+            channel's raw score (BM25, cosine) is in ``channels``.
         rank: 1-based position in the result.
         channels: Per-channel rank and raw score, keyed by channel name.
     """

@@ -105,8 +105,16 @@ class ReadMethods(Facade):
         vector: Sequence[float] | None = None,
         now: _dt.datetime | None = None,
         explain: bool = False,
+        min_score: float | None = None,
     ) -> Recall:
         """Recall the memories that best match ``query``.
+
+        In every mode a hit's ``score`` is the estimated probability, in [0, 1],
+        that it is relevant to the query (calibrated on the LoCoMo development
+        split: ``docs/explanation/concepts.md``); text and vector mode keep
+        their channel's order, and each channel's raw BM25 or cosine is in
+        ``hit.channels``. ``recency``, ``temporal``, ``latest`` and
+        ``rerank_alpha`` reorder hits; each keeps its score.
 
         Args:
             query: Natural-language text; it is only ever data, never syntax (at
@@ -136,7 +144,10 @@ class ReadMethods(Facade):
                 and add one more RRF list: the candidates created within ten
                 days of such a date, in their fused order. Like ``recency`` it
                 moves candidates up and never brings one in; a query that names
-                no date gives the same result as without it. Measured on the
+                no date gives the same result as without it. With the store's
+                date words on (``Store.open(date_words=...)``), a day or month
+                named with its year already matches by text without it; this
+                adds the padding and the relative dates. Measured on the
                 LoCoMo development split with session context on: recall@10
                 0.731 -> 0.742, hit@10 0.802 -> 0.814 (temporal questions 0.806
                 -> 0.827; ``docs/benchmarks.md``).
@@ -169,6 +180,8 @@ class ReadMethods(Facade):
             explain: Add per-phase timings to the result, and name on each
                 hit's ``text`` channel the query terms it matched only through
                 session context (``ChannelScore.via_context``).
+            min_score: Drop the hits scoring below this (0-1): exactly the
+                unthresholded result with those hits left out, ranks unchanged.
 
         Returns:
             The hits, best first, with per-channel ranks and raw scores. When
@@ -206,6 +219,7 @@ class ReadMethods(Facade):
             vector=vector,
             now=now,
             explain=explain,
+            min_score=min_score,
         )
 
     def stats(self, *, now: _dt.datetime | None = None) -> Stats:

@@ -529,7 +529,10 @@ def _ranking(
     store: Any, query: str, mode: str, depth: int, kwargs: dict[str, Any]
 ) -> list[list[Any]]:
     hits = store.recall(query, mode=mode, k=depth, **kwargs).hits
-    return [[h.memory.id, _num(h.score)] for h in hits]
+    # The channel's raw score (BM25, cosine): ``Hit.score`` was it until issue 50
+    # made every mode's score a probability.
+    raw = [h.channels[mode].raw if mode in h.channels else h.score for h in hits]
+    return [[h.memory.id, _num(score)] for h, score in zip(hits, raw, strict=True)]
 
 
 def _listed(store: Any, kwargs: dict[str, Any]) -> list[str]:

@@ -5,11 +5,13 @@ Written from the specification, not from the engine's code:
 - :func:`where_matches`, :func:`where_type_error` and :func:`where_is_valid`
   evaluate the ``where`` language over one metadata dict.
 - :class:`BM25Oracle` is a textbook Lucene-style BM25 over a dict of live
-  documents (only the analyser is shared with the engine).
+  documents (only the analyser is shared with the engine); with date words,
+  a document is its text followed by its ``created_at`` date as "7 May 2023".
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -209,23 +211,44 @@ B = 0.75
 
 
 class BM25Oracle:
-    """Textbook BM25 over the live documents (id -> content)."""
+    """Textbook BM25 over the live documents (id -> content).
 
-    def __init__(self) -> None:
+    With ``dates``, each document is indexed as its content followed by its
+    ``created_at`` date in UTC written "7 May 2023" (the store's date words).
+    """
+
+    def __init__(self, *, dates: bool = False) -> None:
         self.docs: dict[str, str] = {}
-        self._analysed: dict[str, Counter[str]] = {}  # content -> term counts (memo)
+        self.created: dict[str, dt.datetime] = {}
+        self.dates = dates
+        self._analysed: dict[str, Counter[str]] = {}  # text -> term counts (memo)
 
-    def put(self, doc_id: str, content: str) -> None:
-        """Insert or replace a document."""
+    def put(self, doc_id: str, content: str, created_at: dt.datetime | None = None) -> None:
+        """Insert or replace a document (``created_at`` is needed with ``dates``)."""
+        if self.dates and created_at is None:
+            raise ValueError("an oracle with dates needs each document's created_at")
         self.docs[doc_id] = content
+        if created_at is not None:
+            self.created[doc_id] = created_at
 
     def drop(self, doc_id: str) -> None:
         """Remove a document (forget or delete)."""
         self.docs.pop(doc_id, None)
+        self.created.pop(doc_id, None)
+
+    def text(self, doc_id: str) -> str:
+        """What is indexed of a document: its content, then its date in words with ``dates``."""
+        if not self.dates:
+            return self.docs[doc_id]
+        day = self.created[doc_id].astimezone(dt.timezone.utc)
+        months = ["January", "February", "March", "April", "May", "June", "July", "August",
+                  "September", "October", "November", "December"]  # fmt: skip
+        return f"{self.docs[doc_id]} {day.day} {months[day.month - 1]} {day.year}"
 
     def _indexed(self) -> dict[str, Counter[str]]:
         analysed = {}
-        for d, text in self.docs.items():
+        for d in self.docs:
+            text = self.text(d)
             counts = self._analysed.get(text)
             if counts is None:
                 counts = self._analysed[text] = Counter(analyze(text))

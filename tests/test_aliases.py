@@ -6,6 +6,7 @@ The postings are read from the lexical tables with the helpers of
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 from pathlib import Path
 from typing import Any
@@ -94,14 +95,20 @@ PLAIN = ["pond", "river", "stone", "lamp", "cloud", "york", "new", "bob", "rober
 TABLE = {"bob": "robert", "new york": "lake", "river": "stone lamp", "cloud": "pond"}
 
 
+AT = dt.datetime(2023, 5, 7, 12, 0, tzinfo=dt.timezone.utc)
+"""When every memory of the by-hand comparison is written: its date words are "7 May 2023"."""
+
+
 def by_hand(text: str) -> str:
     """The text a user would write to index ``text`` as the alias table does, without one.
 
     A memory with expansions is its own words twice (weight 2) and the targets
-    of the keys it holds once (weight 1); one without is unchanged.
+    of the keys it holds once (weight 1); one without is unchanged. Its own
+    words include its date words (written at :data:`AT`), which no key matches.
     """
     table = lexical_aliases.Table.compile(TABLE.items())
     found = table.matches(analyze(text))
+    text = f"{text} 7 May 2023"
     if not found:
         return text
     return " ".join([text, text, *(" ".join(table.targets[key]) for key in found)])
@@ -124,11 +131,13 @@ def test_recall_equals_recall_over_texts_enriched_by_hand(
     assert all(analyze(w) == [w] for w in PLAIN)
     with (
         embedmind.Store.open(":memory:", embedder=None) as aliased,
-        embedmind.Store.open(":memory:", embedder=None) as enriched,
+        embedmind.Store.open(":memory:", embedder=None, date_words=False) as enriched,
     ):
         aliased.set_aliases(TABLE)
         texts = [" ".join(words) for words in docs]
-        aliased.remember_many([embedmind.Draft(t, id=f"d{i}") for i, t in enumerate(texts)])
+        aliased.remember_many(
+            [embedmind.Draft(t, id=f"d{i}", created_at=AT) for i, t in enumerate(texts)]
+        )
         enriched.remember_many(
             [embedmind.Draft(by_hand(t), id=f"d{i}") for i, t in enumerate(texts)]
         )

@@ -257,7 +257,9 @@ def test_doctor_verify_names_a_damaged_memory_and_json_is_one_document(store: Pa
 
 def test_recall_temporal_moves_the_dated_memory_up(tmp_path: Path) -> None:
     path = tmp_path / "dated.mind"
-    with embedmind.Store.open(path, embedder=None) as s:
+    # Date words off (the CLI keeps an existing store's setting): with them "July"
+    # would find t7 by text alone, and this checks what --temporal adds.
+    with embedmind.Store.open(path, embedder=None, date_words=False) as s:
         for i, month in enumerate((1, 3, 7, 11)):
             s.remember(
                 f"we went hiking together trip {i}",

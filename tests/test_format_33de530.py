@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import itertools
 import json
 import re
 import shutil
@@ -69,9 +70,15 @@ CHANGED = {
     "cli/stats": "as stats (the CLI prints every Stats field)",
     "cli/get-missing": "630293d: a missing id is an error on stderr, no longer stdout; under "
     "--json it is a JSON object naming the error's type (issue 49)",
-    "cli/recall-hybrid": FUSION + " (the CLI's JSON holds the same hits)",
+    "cli/recall-hybrid": "issue 50: hybrid scores are probabilities (the CLI's JSON holds the hits)",
+    "recall/expand-related/hybrid": "issue 50: hybrid ranks by probability; the appended "
+    "neighbours follow the new hits",
+    "recall/expand-related": "issue 50: a text-mode hit's score is its probability (the "
+    "BM25 is its text channel's raw score); the appended neighbours keep 0",
+    "cli/recall-text": "issue 50: as recall/expand-related, in the CLI's JSON",
+    "cli/recall-where": "issue 50: a vector-mode hit's score is its probability (the cosine "
+    "is its vector channel's raw score), in the CLI's JSON",
     "recall/rerank/reorder": "3cac26c: rerank_alpha reranks a pool of 40 whatever k (was 4k)",
-    "recall/expand-related/hybrid": FUSION + "; the appended neighbours follow the new hits",
     "fragments/buffer": "262ea5c: equal scores (here the zero-cosine tail) are ordered by key, "
     "so a deeper search cannot change the first hits",
 }
@@ -142,14 +149,18 @@ def _fusion_from_old(name: str, kwargs: dict[str, Any]) -> list[tuple[str, float
     channels = ["text", "vector"] if mode == "hybrid" else [mode]
     lists = [OLD[f"lists/{name}"][f"{c}/{depths[-1]}"] for c in channels]
     if len(channels) == 1 and not kwargs.get("recency"):
-        return [(i, s) for i, s in lists[0][:k]]  # one channel keeps its raw scores
+        return [(i, s) for i, s in lists[0][:k]]  # one channel: its own ranking
 
     def at(depth: int) -> list[tuple[str, float]]:
         cut = [items[:depth] for items in lists]
         if kwargs.get("recency"):  # the candidates newest first, as one more list
             union = dict.fromkeys(i for items in cut for i, _ in items)
             cut.append(sorted(([i, _created(i)] for i in union), key=lambda p: -p[1]))
-        return _rrf(cut)
+        fused = _rrf(cut)
+        if len(channels) == 1:  # issue 50: recency reorders; a hit keeps its channel's score
+            raw = dict(map(tuple, lists[0]))
+            return [(i, raw[i]) for i, _ in fused]
+        return fused
 
     out: list[tuple[str, float]] = []  # prefix-stable: the deeper tier only appends
     for depth in depths:
@@ -157,6 +168,60 @@ def _fusion_from_old(name: str, kwargs: dict[str, Any]) -> list[tuple[str, float
         if len(out) >= k:
             break
     return out[:k]
+
+
+def _unscored(answer: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **answer,
+        "hits": [{k: v for k, v in h.items() if k != "score"} for h in answer["hits"]],
+    }
+
+
+def _probability_fused(kwargs: dict[str, Any]) -> bool:
+    """Issue 50: hybrid recall ranks its candidates by their probability of relevance."""
+    return bool(kwargs.get("mode", "hybrid") == "hybrid")
+
+
+def _one_channel_raw(kwargs: dict[str, Any], hits: list[dict[str, Any]]) -> list[tuple[str, float]]:
+    """A one-channel recall's hits with that channel's raw score (issue 50: the score is P)."""
+    mode = kwargs.get("mode", "hybrid")
+    return [(h.get("id") or h["memory"]["id"], h["channels"][mode]["raw"]) for h in hits]
+
+
+def _probabilities_of_raw(raw: list[tuple[str, float]], hits: list[dict[str, Any]]) -> list[str]:
+    """Issue 50: a one-channel score is a probability increasing in the raw score.
+
+    Equal raw scores get equal probabilities (ties stay ties) and a higher raw
+    score never a lower one, so the channel's own order is the score's.
+    """
+    scores = [h["score"] for h in hits]
+    problems = [f"score {s} outside [0, 1]" for s in scores if not 0.0 <= s <= 1.0]
+    pairs = sorted(zip((r for _, r in raw), scores, strict=True))
+    for (r1, s1), (r2, s2) in itertools.pairwise(pairs):
+        if (r1 == r2 and s1 != s2) or s1 > s2:
+            problems.append(f"raw {r1} -> {s1} but raw {r2} -> {s2}")
+    return problems
+
+
+def _drawn_from_old_candidates(name: str, kwargs: dict[str, Any], got: Any) -> list[str]:
+    """A probability-fused answer: its hits are the old channels' candidates, scores in [0, 1].
+
+    The probabilities need the text ceiling and the stored vectors, which the
+    old per-channel lists do not hold: the oracle checks what they do fix.
+    """
+    k = kwargs.get("k", 8)
+    depth = 20 if k <= 20 else 40
+    union = {i for c in ("text", "vector") for i, _ in OLD[f"lists/{name}"][f"{c}/{depth}"]}
+    problems = [
+        f"{h['id']} was no channel's candidate" for h in got["hits"] if h["id"] not in union
+    ]
+    scores = [h["score"] for h in got["hits"]]
+    problems += [f"score {s} outside [0, 1]" for s in scores if not 0.0 <= s <= 1.0]
+    if not kwargs.get("recency") and scores != sorted(scores, reverse=True):
+        problems.append(f"scores not best first: {scores}")
+    if len(got["hits"]) != min(k, len(union)):
+        problems.append(f"{len(got['hits'])} hits for {min(k, len(union))} candidates")
+    return problems
 
 
 # -- the store under test -------------------------------------------------------------
@@ -229,10 +294,19 @@ def test_answers_equal_33de530_except_on_purpose(found: dict[str, Any]) -> None:
             # Listed as changed: it must really differ (else drop it from CHANGED).
             assert FIX.differences(got, want), f"{key} no longer differs: unlist it"
             continue
-        if name in ORACLE_RECALLS and "hits" in want:
+        if name in ORACLE_RECALLS and "hits" in want and _probability_fused(kwargs[name]):
+            problems = _drawn_from_old_candidates(name, kwargs[name], got)
+            rest = {k: v for k, v in got.items() if k != "hits"}
+            problems += FIX.differences(rest, {k: v for k, v in want.items() if k != "hits"})
+        elif name in kwargs and "rerank_alpha" in kwargs[name] and "hits" in want:
+            # Issue 50: the rerank orders as before; each hit's score is its probability.
+            problems = FIX.differences(_unscored(got), _unscored(want))
+            problems += [f"score {h['score']}" for h in got["hits"] if not 0 <= h["score"] <= 1]
+        elif name in ORACLE_RECALLS and "hits" in want:
             rebuilt = _fusion_from_old(name, kwargs[name])
-            hits = [(h["id"], h["score"]) for h in got["hits"]]
-            problems = FIX.differences([list(p) for p in hits], [list(p) for p in rebuilt])
+            hits = _one_channel_raw(kwargs[name], got["hits"])
+            problems = _probabilities_of_raw(hits, got["hits"])
+            problems += FIX.differences([list(p) for p in hits], [list(p) for p in rebuilt])
             rest = {k: v for k, v in got.items() if k != "hits"}
             problems += FIX.differences(rest, {k: v for k, v in want.items() if k != "hits"})
         else:
@@ -261,6 +335,20 @@ def test_intended_differences_are_the_documented_ones(found: dict[str, Any]) -> 
         header, *rest = new[key]
         assert header.pop("session_context") is False
         assert [header, *rest] == old[key]
+    # Issue 50: one-channel scores are probabilities; all else, the raw scores included, is old.
+    for key in ("recall/expand-related", "cli/recall-text", "cli/recall-where"):
+        got, want = (a["json"] if key.startswith("cli/") else a for a in (new[key], old[key]))
+        got = _without_new_notes(got)
+        assert _unscored(got) == _unscored(want), key
+        hits = [h for h in got["hits"] if h["channels"]]  # expand_related's neighbours: none
+        assert [h["score"] for h in got["hits"] if not h["channels"]] == [
+            h["score"] for h in want["hits"] if not h["channels"]
+        ]
+        (mode,) = got["channels"]
+        assert _probabilities_of_raw(_one_channel_raw({"mode": mode}, hits), hits) == [], key
+        assert [h["channels"][mode]["raw"] for h in hits] == [
+            h["score"] for h in want["hits"] if h["channels"]
+        ], key
     missing = new["cli/get-missing"]
     assert (missing["exit"], missing["stdout"]) == (old["cli/get-missing"]["exit"], "")
     # Under --json the error is a JSON object on stderr, the same message inside.

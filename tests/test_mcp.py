@@ -352,6 +352,8 @@ def wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Wire]:
 
 
 BAD_NUMBERS = ["NaN", "Infinity", "-Infinity", "1e400", "1e300", "-1e300", "-1", "0"]
+VALID = {"min_score": {"0"}}  # a probability threshold of 0 keeps every hit
+ALSO_BAD = {"min_score": ["1.5", "-0.001", "1.0000001"]}  # scores lie in 0-1
 
 
 def _live(wire: _Wire) -> int:
@@ -374,10 +376,14 @@ def test_every_numeric_argument_is_refused_with_a_typed_reason(wire: _Wire) -> N
     assert {(tool, name) for tool, name, _ in numeric} >= {
         ("remember", "ttl_seconds"),
         ("recall", "k"),
+        ("recall", "min_score"),
     }
     before = _live(wire)
     for tool, name, base in numeric:
-        for bad in BAD_NUMBERS:
+        for bad in [
+            *(b for b in BAD_NUMBERS if b not in VALID.get(name, ())),
+            *ALSO_BAD.get(name, []),
+        ]:
             arguments = json.dumps(base)[:-1] + (", " if base else "") + f'"{name}": {bad}}}'
             error, text = wire.call(tool, arguments)
             assert error and f"InvalidInputError: {name}: " in text, (tool, name, bad, text)
@@ -436,3 +442,22 @@ def test_a_line_the_transport_cannot_parse_is_answered_and_serving_goes_on(wire:
         answer = wire.answer(timeout=5)
         assert answer["id"] is None and answer["error"]["code"] == code, (line[:40], answer)
     assert _live(wire) == before  # the server still answers
+
+
+@pytest.mark.timeout(120)
+def test_recall_scores_are_probabilities_and_min_score_filters_them(wire: _Wire) -> None:
+    for text in ["Alice prefers green tea", "Bob drinks espresso", "Carol likes hiking"]:
+        error, answer = wire.call("remember", json.dumps({"content": text}))
+        assert not error, answer
+    query = '"query": "what does alice drink", "k": 50'
+    error, text = wire.call("recall", f"{{{query}}}")
+    assert not error, text
+    full = json.loads(text)["hits"]
+    scores = [hit["score"] for hit in full]
+    assert full and all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    for threshold in sorted({0.0, 1.0, *scores, *(s + 1e-9 for s in scores if s < 1.0)}):
+        error, text = wire.call("recall", f'{{{query}, "min_score": {threshold!r}}}')
+        assert not error, text
+        # Exactly the unthresholded hits scoring at least the threshold, ranks unchanged.
+        assert json.loads(text)["hits"] == [h for h in full if h["score"] >= threshold]

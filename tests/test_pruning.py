@@ -60,4 +60,4 @@ def test_a_rare_term_with_a_common_one_skips_the_common_terms_blocks(
     # Only the rare term's block is scored; every block of the common term is skipped.
     assert skipped >= blocks - 1 and scored + skipped == blocks
     assert [hit.memory.id for hit in hits] == [memories[int(k)].id for k in keys[order]]
-    assert [hit.score for hit in hits] == scores[order].tolist()
+    assert [hit.channels["text"].raw for hit in hits] == scores[order].tolist()

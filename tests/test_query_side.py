@@ -198,7 +198,10 @@ def test_widened_scores_are_the_primary_querys_scores(
         store.remember_many(
             [embedmind.Draft(t, metadata={"group": "ab"[i % 2]}) for i, t in enumerate(texts)]
         )
-        exact = {h.id: h.score for h in store.recall(query, k=1000, mode="text", where=where)}
+        exact = {
+            h.id: h.channels["text"].raw
+            for h in store.recall(query, k=1000, mode="text", where=where)
+        }
         widened = store.recall(query, k=1000, mode="hybrid", widen=True, where=where)
         text_only = store.recall(query, k=50, mode="text", where=where, widen=True)
         assert text_only.ids == store.recall(query, k=50, mode="text", where=where).ids

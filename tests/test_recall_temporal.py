@@ -15,8 +15,8 @@ UTC = dt.timezone.utc
 T0 = dt.datetime(2023, 1, 1, tzinfo=UTC)
 
 
-def _hikes() -> embedmind.Store:
-    store = embedmind.Store.open(":memory:", embedder=None)
+def _hikes(date_words: bool | None = None) -> embedmind.Store:
+    store = embedmind.Store.open(":memory:", embedder=None, date_words=date_words)
     # Fewer than the fusion depth and all tied on BM25, so every one is a candidate.
     store.remember_many(
         [
@@ -32,7 +32,9 @@ def _hikes() -> embedmind.Store:
 
 def test_a_named_month_moves_its_memories_up_only_when_asked() -> None:
     query = "where did we go hiking in July 2023?"
-    with _hikes() as store:
+    # Date words off: with them "july" already matches July's memories by text
+    # (the next test), and this one isolates what the temporal window adds.
+    with _hikes(date_words=False) as store:
         july = {
             m.id
             for m in store.iter()
@@ -48,6 +50,25 @@ def test_a_named_month_moves_its_memories_up_only_when_asked() -> None:
         assert "dates" in dated.channels and "dates" not in plain.channels
         for k in (1, 3, 10):  # still a prefix of the longer answer
             assert store.recall(query, mode="text", k=k, temporal=True).ids == dated.ids[:k]
+
+
+def test_with_date_words_a_named_month_moves_its_memories_up_unasked() -> None:
+    query = "where did we go hiking in July 2023?"
+    with _hikes() as store:  # date words on: a new store's default
+        # Inside the padded window (21 June - 10 August) but not in July: only temporal finds it.
+        store.remember(
+            "we went hiking together trip 15", id="june",
+            created_at=dt.datetime(2023, 6, 25, tzinfo=UTC),
+        )  # fmt: skip
+        july = {m.id for m in store.iter() if (m.created_at.year, m.created_at.month) == (2023, 7)}
+        window = july | {"june"}
+        plain = store.recall(query, mode="text", k=16)
+        dated = store.recall(query, mode="text", k=16, temporal=True)
+        assert july and set(plain.ids[: len(july)]) == july  # by text alone: "july" is indexed
+        assert "june" not in plain.ids[: len(window)]
+        assert set(dated.ids[: len(window)]) == window  # the window adds its padding
+        assert set(dated.ids) == set(plain.ids)  # nothing brought in
+        assert "dates" in dated.channels and "dates" not in plain.channels
 
 
 def test_a_relative_date_counts_from_now() -> None:

@@ -90,7 +90,7 @@ def apply(store: embedmind.Store, step: tuple[Any, ...], made: dict[str, str]) -
         namespace = made.setdefault(mid, namespace)  # an id stays in its namespace
         draft = embedmind.Draft(
             content, id=mid, namespace=namespace, session_id=session,
-            created_at=T0 + dt.timedelta(minutes=minute),
+            created_at=T0 + dt.timedelta(hours=9 * minute),  # over 3 days: date words differ
         )  # fmt: skip
         store.remember_many([draft])
     elif kind == "forget":

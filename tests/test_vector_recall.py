@@ -85,12 +85,14 @@ def test_fusion_is_a_union(golden: embedmind.Store) -> None:
     assert result[0].score == pytest.approx(1 / 61 + 1 / 61) or result[0].score > 1 / 61
 
 
-def test_vector_mode_keeps_cosine_scores(golden: embedmind.Store) -> None:
+def test_vector_mode_keeps_cosine_order_and_raw_cosines(golden: embedmind.Store) -> None:
     golden.remember("postgres database", id="db")
-    result = golden.recall("database", mode="vector")
+    result = golden.recall("database", mode="vector", k=10)
     assert result.channels == ("vector",)
-    assert 0.0 < result[0].score <= 1.0
-    assert result[0].score == result[0].channels["vector"].raw
+    assert all(0.0 < h.score < 1.0 for h in result)
+    cosines = [h.channels["vector"].raw for h in result]  # the cosines themselves
+    assert 0.0 < cosines[0] <= 1.0 and cosines == sorted(cosines, reverse=True)
+    assert [h.score for h in result] == sorted((h.score for h in result), reverse=True)
 
 
 def test_recency_breaks_ties_but_adds_nothing(golden: embedmind.Store) -> None:

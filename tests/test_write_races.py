@@ -60,9 +60,16 @@ Outcomes = dict[str, list[str]]
 
 @pytest.fixture
 def racing(tmp_path: Path) -> Iterator[embedmind.Store]:
-    """A store on a file (so processes share it), seeded for every race."""
+    """A store on a file (so processes share it), seeded for every race.
+
+    Without date words, so the text index holds exactly the contents' words
+    (``_check_text_index``); the child reopening it keeps that setting.
+    """
     with embedmind.Store.open(
-        tmp_path / "races.mind", embedder=None, synchronous=race_workers.SYNCHRONOUS
+        tmp_path / "races.mind",
+        embedder=None,
+        synchronous=race_workers.SYNCHRONOUS,
+        date_words=False,
     ) as store:
         race_workers.seed(store, N)
         yield store

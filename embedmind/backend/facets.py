@@ -155,6 +155,21 @@ class Channels(Protocol):
         """Each memory's best-chunk cosine to ``query`` (memories without vectors omitted)."""
         ...
 
+    def text_ceiling(self, text: str) -> float:
+        """The largest BM25 score any memory could reach for ``text`` (0 when none can match).
+
+        The sum of ``weight · idf(t) · (k1 + 1)`` over the query's scoring terms
+        the index holds (its own at weight 1, alias expansions at theirs), with
+        the statistics :meth:`text_top` scores with (:mod:`embedmind.evidence`).
+        """
+        ...
+
+    def memory_vectors(
+        self, keys: Sequence[int]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The given memories' stored vectors as ``(owners, rows)``, sorted by key then chunk."""
+        ...
+
     def vector_count(self, space: Space = Space.MEMORY) -> int:
         """Vectors stored in ``space``."""
         ...
@@ -291,8 +306,21 @@ class Sessions(Protocol):
         """Whether the lexical index carries session context (a memory's neighbours' words)."""
         ...
 
+    def dates_enabled(self) -> bool:
+        """Whether the lexical index carries date words (:mod:`embedmind.lexical.dates`)."""
+        ...
+
     def session_ids(self, keys: Sequence[int]) -> dict[int, str]:
         """The ``session_id`` of each of ``keys`` that has one."""
+        ...
+
+    def neighbours(self, keys: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+        """The dialog neighbours the lexical index holds for each of ``keys`` (none: omitted).
+
+        ``(previous, next)`` as :mod:`embedmind.lexical.session_context` defines
+        them, the links each memory's postings were built with; a store with
+        session context off holds none.
+        """
         ...
 
 
@@ -313,6 +341,24 @@ class Aliases(Protocol):
 
 class RecordWrites(Records, Protocol):
     """Memory rows, written. Every method keeps the backend's derived indexes in step."""
+
+    def find(self, memory_id: str) -> RowRef | None:
+        """The row holding ``memory_id``, forgotten or not, held as :meth:`find_many` holds it."""
+        ...
+
+    def find_many(self, ids: Sequence[str]) -> dict[str, RowRef]:
+        """The rows holding any of ``ids``, forgotten or not, held until the transaction ends.
+
+        Held: the row as the last writer committed it (waiting for a writer
+        that holds it), and no other writer changes or removes it until this
+        transaction ends, so a check made on it still holds when the write
+        that follows it lands. A backend that serialises its writers (SQLite)
+        holds every row already; one that does not locks these, in key order.
+        An id no row holds is not held: two writers may both insert it, and
+        the second's insert raises
+        :class:`~embedmind.backend.protocol.ConcurrentWriteError`.
+        """
+        ...
 
     def insert_many(self, batch: Sequence[Prepared]) -> list[int]:
         """Insert new rows (ids known to be free and distinct) and their tags; their keys."""
@@ -340,24 +386,6 @@ class RecordWrites(Records, Protocol):
 
     def delete(self, keys: Sequence[int]) -> None:
         """Remove rows at once with everything derived: tags, text, vectors, fragments, edges."""
-        ...
-
-    def find(self, memory_id: str) -> RowRef | None:
-        """The row holding ``memory_id``, forgotten or not, held as :meth:`find_many` holds it."""
-        ...
-
-    def find_many(self, ids: Sequence[str]) -> dict[str, RowRef]:
-        """The rows holding any of ``ids``, forgotten or not, held until the transaction ends.
-
-        Held: the row as the last writer committed it (waiting for a writer
-        that holds it), and no other writer changes or removes it until this
-        transaction ends, so a check made on it still holds when the write
-        that follows it lands. A backend that serialises its writers (SQLite)
-        holds every row already; one that does not locks these, in key order.
-        An id no row holds is not held: two writers may both insert it, and
-        the second's insert raises
-        :class:`~embedmind.backend.protocol.ConcurrentWriteError`.
-        """
         ...
 
     def set_content(self, key: int, content: str, fingerprint: str, now: int) -> None:
@@ -498,6 +526,10 @@ class SessionWrites(Sessions, Protocol):
 
     def set_context(self, on: bool) -> None:
         """Turn session context on or off, re-indexing the text index when it changes."""
+        ...
+
+    def set_dates(self, on: bool) -> None:
+        """Turn date words on or off, re-indexing the text index when it changes."""
         ...
 
 

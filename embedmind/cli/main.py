@@ -181,6 +181,11 @@ def _add_memory_commands(command: Callable[..., argparse.ArgumentParser]) -> Non
         action="store_true",
         help="newest first among the best hits when the query asks for a current value ('now')",
     )
+    recall.add_argument(
+        "--min-score",
+        type=float,
+        help="drop hits whose score (the estimated probability of relevance, 0-1) is below this",
+    )
     recall.set_defaults(run=_memories("recall"), existing=True, needs_model=True)
 
     listing = command("list", help="list memories, oldest first")

@@ -246,8 +246,13 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
         temporal: bool = False,
         widen: bool = False,
         latest: bool = False,
+        min_score: float | None = None,
     ) -> dict[str, Any]:
         """Find the memories most relevant to a question (hybrid keyword + semantic search).
+
+        Each hit's `score` is the estimated probability (0-1) that it is
+        relevant; `min_score` leaves out the hits scoring below it (the others
+        keep their ranks), so an answer can rest on likely hits only.
 
         `where` filters metadata (e.g. {"topic": "drinks"}, {"year": {"$gte": 2024}});
         `as_of` (ISO 8601) asks what was true at that time; `expand_related`
@@ -269,6 +274,7 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
             temporal=temporal,
             widen=widen,
             latest=latest,
+            min_score=min_score,
         )
         return hits(result)
 

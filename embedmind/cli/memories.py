@@ -108,6 +108,7 @@ def recall(store: Store, args: argparse.Namespace, out: Output) -> int:
         widen=args.widen,
         latest=args.latest,
         explain=args.explain,
+        min_score=args.min_score,
     )
     if args.json:
         out(json.dumps(jsonable(result), ensure_ascii=False))

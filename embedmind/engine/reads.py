@@ -18,11 +18,19 @@ import numpy as np
 from embedmind import query_dates
 from embedmind.backend.protocol import ReadSession
 from embedmind.backend.values import check_blobs
-from embedmind.checks import an_int, is_number
+from embedmind.checks import an_int, finite_number, is_number
 from embedmind.drafts import query_text
 from embedmind.embedders.adapt import normalized_one
 from embedmind.engine import lifecycle
-from embedmind.engine.recall import TEXT, Request, Timer, execute, reordered, with_timings
+from embedmind.engine.recall import (
+    TEXT,
+    Request,
+    Timer,
+    at_least,
+    execute,
+    reordered,
+    with_timings,
+)
 from embedmind.engine.state import Engine
 from embedmind.errors import InvalidInputError
 from embedmind.ids import validate_id
@@ -140,10 +148,12 @@ def recall(
     vector: Sequence[float] | None = None,
     now: _dt.datetime | None = None,
     explain: bool = False,
+    min_score: float | None = None,
 ) -> Recall:
     """Recall the memories that best match ``query``."""
     query = query_text(query)
     an_int(k, "k", low=1, high=MAX_K)
+    threshold = _min_score(min_score)
     try:
         wanted = Mode(mode)
     except ValueError:
@@ -182,7 +192,26 @@ def recall(
     if plugin_order is not None:
         result = reordered(result, plugin_order)
         timer.lap("rerank")
+    if threshold is not None:
+        result = at_least(result, threshold)
     return with_timings(result, timer.phases) if explain else result
+
+
+def _min_score(value: object) -> float | None:
+    """``min_score`` checked: ``None``, or a finite number within 0-1.
+
+    Raises:
+        InvalidInputError: When it is not a number, not finite, or outside 0-1.
+    """
+    number = _optional_number(value, "min_score")
+    if number is None:
+        return None
+    finite_number(number, "min_score")
+    if not 0.0 <= number <= 1.0:
+        raise InvalidInputError(
+            "min_score", f"expected a probability within 0-1, got {number!r}; scores lie in 0-1"
+        )
+    return number
 
 
 def _note_missing_vectors(session: ReadSession, result: Recall, selection: Selection) -> Recall:

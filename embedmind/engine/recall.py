@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from embedmind import latest_value
+from embedmind import evidence, latest_value
 from embedmind.backend.protocol import ReadSession
 from embedmind.backend.values import VectorHit
 from embedmind.checks import an_int, finite_number
@@ -204,16 +204,21 @@ def execute(
         if not found and not session.channels.vector_count():
             fallback = "nothing to search" if mode is Mode.VECTOR else "used text only"
             degraded.append(f"no vectors stored yet: {fallback}")
+    scorer = Scorer(session, request.query, query_vector)
     if request.rerank_alpha is not None and can_vector:
         assert query_vector is not None  # can_vector
         lexical_list = ranked[0].items
         cosines = session.channels.cosines(query_vector, [key for key, _ in lexical_list])
         alpha = request.rerank_alpha
         pool = lexical_at or (lambda d: lexical_list[:d])
-        fused = prefix_stable(lambda d: rerank(pool(d), cosines, alpha, d), depths, wanted)
+        reranked = prefix_stable(lambda d: rerank(pool(d), cosines, alpha, d), depths, wanted)
+        # The rerank orders; the score stays the probability of the hit.
+        raw = dict(lexical_at(depth) if lexical_at else lexical_list)
+        scorer.prepare([key for key, _ in reranked])
+        fused = [(key, scorer.hybrid(key, raw.get(key, 0.0))) for key, _ in reranked]
         ranked.append(Ranked(VECTOR, sorted(cosines.items(), key=lambda item: -item[1])))
     else:
-        fused = fuse(rows, ranked, mode, depths, request, wanted, lexical_at)
+        fused = fuse(rows, ranked, mode, depths, request, wanted, lexical_at, scorer)
     timer.lap("fuse")
     if request.latest and latest_value.asks_current(request.query):
         fused = _latest_first(rows, fused, ranked)
@@ -277,6 +282,91 @@ def _latest_first(
     return reordered + fused[latest_value.SPAN :]
 
 
+class Scorer:
+    """Each candidate's probability of relevance (:mod:`embedmind.evidence`) in one recall.
+
+    The text ceiling and the dialog cosines are read once, in the recall's
+    read session, for every candidate at once (:meth:`prepare`); a
+    candidate's score then depends on the query and that candidate only.
+    """
+
+    def __init__(
+        self, session: ReadSession, query: str, query_vector: npt.NDArray[np.float32] | None
+    ) -> None:
+        self._session = session
+        self._query = query
+        self._vector = query_vector
+        self._ceiling: float | None = None
+        self._models: evidence.Models | None = None
+        self._cosines: dict[int, float] = {}
+        self._asked: set[int] = set()
+
+    @property
+    def ceiling(self) -> float:
+        """The largest BM25 any memory could reach for the query (read once)."""
+        if self._ceiling is None:
+            self._ceiling = self._session.channels.text_ceiling(self._query)
+        return self._ceiling
+
+    @property
+    def models(self) -> evidence.Models:
+        """The models fitted for the store's index setting (read once)."""
+        if self._models is None:
+            self._models = evidence.models(self._session.sessions.dates_enabled())
+        return self._models
+
+    def prepare(self, keys: Sequence[int]) -> None:
+        """Read the dialog cosines of ``keys`` not read yet (their vectors and neighbours')."""
+        missing = [key for key in dict.fromkeys(keys) if key not in self._asked]
+        if not missing or self._vector is None:
+            return
+        self._asked.update(missing)
+        links = self._session.sessions.neighbours(missing)
+        around = {o for pair in links.values() for o in pair if o is not None}
+        vectors = self._session.channels.memory_vectors([*missing, *sorted(around - {*missing})])
+        self._cosines.update(evidence.dialog_cosines(self._vector, missing, vectors, links))
+
+    def dialog_cosine(self, key: int) -> float:
+        """The candidate's dialog cosine (0 for a memory without a vector)."""
+        return self._cosines.get(key, 0.0)
+
+    def hybrid(self, key: int, bm25: float) -> float:
+        """P(relevant) from both channels' evidence (:attr:`embedmind.evidence.Models.hybrid`)."""
+        return self.models.hybrid.probability(bm25, self.ceiling, self.dialog_cosine(key))
+
+    def alone(self, found: Ranked) -> list[tuple[int, float]]:
+        """One channel's list in its own order, each raw score mapped to P(relevant).
+
+        Text: :attr:`embedmind.evidence.Models.text` of the BM25; vector:
+        :attr:`embedmind.evidence.Models.vector` of the cosine. Each model is
+        increasing in its one feature (for this query), so the channel's order
+        and its ties are kept; the raw score stays in the hit's channels.
+        """
+        if found.channel == VECTOR:
+            model = self.models.vector
+            return [(key, model.probability(0.0, 0.0, raw)) for key, raw in found.items]
+        ceiling = self.ceiling if found.items else 0.0
+        model = self.models.text
+        return [(key, model.probability(raw, ceiling, 0.0)) for key, raw in found.items]
+
+    def ranked(
+        self, text: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float]]
+    ) -> list[tuple[int, float]]:
+        """The union of both lists by probability; ties by the evidence, then write order."""
+        bm = dict(text)
+        keys = list(dict.fromkeys([*(key for key, _ in text), *(key for key, _ in vector)]))
+        self.prepare(keys)
+        ceiling = self.ceiling
+        scored = []
+        for key in keys:
+            raw = bm.get(key, 0.0)
+            cos = self.dialog_cosine(key)
+            evidence_sum = (raw / ceiling if ceiling > 0 else 0.0) + cos
+            scored.append((-self.hybrid(key, raw), -evidence_sum, key))
+        scored.sort()
+        return [(key, -p) for p, _, key in scored]
+
+
 def fuse(
     rows: Rows,
     ranked: list[Ranked],
@@ -285,34 +375,55 @@ def fuse(
     request: Request,
     wanted: int,
     lexical_at: Callable[[int], list[tuple[int, float]]] | None = None,
+    scorer: Scorer | None = None,
 ) -> list[tuple[int, float]]:
     """Combine channel results into ``(key, score)`` best first, at most ``wanted``.
 
-    A single channel (asked for by mode) keeps its raw score; otherwise the
-    score is the RRF score (constant ``request.rrf_k``) over each list's first
-    ``depth`` items, the depths tiered by :func:`prefix_stable` so that the
-    result never depends on ``k`` beyond being cut at it. ``recency`` adds the
-    candidates newest first as one more list (also to ``ranked``, for explain).
-    ``lexical_at`` gives the text list at a depth when widening extends it.
+    Hybrid with both channels: the candidates within ``depth`` of either
+    list, each scored by its probability of relevance (:class:`Scorer`), the
+    depths tiered by :func:`prefix_stable` so that the result never depends
+    on ``k`` beyond being cut at it. One channel: its own order, the score its
+    probability from that channel alone (:meth:`Scorer.alone`). ``recency``
+    (the candidates newest first) and date windows
+    (the candidates inside a window the query names) are fused with that
+    ranking by RRF (constant ``request.rrf_k``, the ranking counting twice, as
+    the two content lists did): they reorder, and each hit keeps its
+    probability as its score. ``lexical_at`` gives the text list at a depth
+    when widening extends it.
     """
     lists = [r.items for r in ranked]
+    both = len(lists) == 2 and scorer is not None
 
-    def at(depth: int) -> list[tuple[int, float]]:
+    def content(depth: int) -> list[tuple[int, float]]:
         cut = [items[:depth] for items in lists]
         if lexical_at is not None:
             cut[0] = lexical_at(depth)
+        if both:
+            assert scorer is not None  # both
+            return scorer.ranked(cut[0], cut[1])
+        if scorer is not None:
+            return scorer.alone(Ranked(ranked[0].channel, cut[0]))
+        return cut[0]
+
+    def at(depth: int) -> list[tuple[int, float]]:
+        order = content(depth)
+        if not request.recency and not request.windows:
+            return order
+        cut = [items[:depth] for items in lists]
+        weighted = [order] * len(cut)  # as many votes as content lists, as before
         extra = [_by_recency(rows, cut)] if request.recency else []
-        fused = rrf([*cut, *extra], request.rrf_k)
         if request.windows:
-            return rrf([*cut, *extra, _dated(rows, fused, request.windows)], request.rrf_k)
-        return fused
+            extra.append(_dated(rows, rrf([*weighted, *extra], request.rrf_k), request.windows))
+        score = dict(order)
+        return [(key, score[key]) for key, _ in rrf([*weighted, *extra], request.rrf_k)]
 
     if request.recency:
         ranked.append(Ranked(RECENCY, _by_recency(rows, lists)))
     if request.windows:
         ranked.append(Ranked(DATES, _dated(rows, at(depths[-1]), request.windows)))
     if mode is not Mode.HYBRID and len(ranked) == 1:
-        return ranked[0].items[:wanted]
+        first = Ranked(ranked[0].channel, ranked[0].items[:wanted])
+        return first.items if scorer is None else scorer.alone(first)
     return prefix_stable(at, depths, wanted)
 
 
@@ -379,3 +490,9 @@ def reordered(result: Recall, hits: Sequence[Hit]) -> Recall:
     """The same result with its hits in a new order (a plugin's rerank), ranks renumbered."""
     renumbered = tuple(Hit(h.memory, h.score, i, h.channels) for i, h in enumerate(hits, start=1))
     return Recall(renumbered, result.mode, result.channels, result.degraded, result.timings)
+
+
+def at_least(result: Recall, threshold: float) -> Recall:
+    """The same result without the hits scoring below ``threshold`` (ranks kept: a filter)."""
+    hits = tuple(hit for hit in result.hits if hit.score >= threshold)
+    return Recall(hits, result.mode, result.channels, result.degraded, result.timings)

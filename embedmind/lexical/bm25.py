@@ -48,3 +48,18 @@ def upper_bounds(
     norm = K1 * (1.0 - B + B * (min_length / avgdl))
     bounds: FloatArray = term_idf * max_tf * (K1 + 1.0) / (max_tf + norm)
     return bounds
+
+
+def ceiling(weights: dict[str, float], dfs: dict[str, int], doc_count: int) -> float:
+    """The largest score any document could reach: ``Σ weight · idf · (k1 + 1)``.
+
+    Over the query's weighted terms that some document holds (``dfs[t] > 0``):
+    a term's contribution approaches ``idf · (k1 + 1)`` as its tf grows, so no
+    document reaches the sum. Both backends compute it here from their own
+    statistics (:mod:`embedmind.evidence` normalises BM25 by it).
+    """
+    return sum(
+        weight * idf(dfs[term], doc_count) * (K1 + 1.0)
+        for term, weight in weights.items()
+        if dfs.get(term, 0) > 0
+    )

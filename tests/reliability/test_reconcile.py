@@ -147,11 +147,12 @@ def check(store: embedmind.Store, model: dict[str, npt.NDArray[np.float32]], see
     for memory_id, vector in model.items():
         assert np.allclose(found[memory_id], vector, atol=1e-6), f"{memory_id} has an old vector"
     assert len(stored) == len(model)
-    # Recall equals brute force over the model (scores: equal cosines may swap places).
+    # Recall equals brute force over the model (raw cosines: equal ones may swap places).
     exact = sorted((float(v @ query) for v in model.values()), reverse=True)[:k]
-    assert [h.score for h in hits] == pytest.approx(exact, abs=F16_TOLERANCE)
-    for hit in hits:
-        assert hit.score == pytest.approx(float(model[hit.id] @ query), abs=F16_TOLERANCE)
+    cosines = [h.channels["vector"].raw for h in hits]
+    assert cosines == pytest.approx(exact, abs=F16_TOLERANCE)
+    for hit, cosine in zip(hits, cosines, strict=True):
+        assert cosine == pytest.approx(float(model[hit.id] @ query), abs=F16_TOLERANCE)
     return len(stored)
 
 
@@ -370,7 +371,8 @@ def test_an_upsert_with_a_new_vector_and_the_same_content_replaces_the_vector() 
         store.remember("the same words", id="a", vector=old.tolist())
         store.remember("the same words", id="a", vector=new.tolist())
         assert np.allclose(store.vectors(["a"])["a"], new, atol=1e-6)
-        assert store.recall("q", mode="vector", vector=new.tolist(), k=1)[0].score > 0.999
+        hit = store.recall("q", mode="vector", vector=new.tolist(), k=1)[0]
+        assert hit.channels["vector"].raw > 0.999
         with store._db.read() as conn:
             logged = vector_rows.last_seq(conn)
         store.remember("the same words", id="a", vector=new.tolist())  # unchanged: no churn

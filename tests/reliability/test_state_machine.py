@@ -62,11 +62,16 @@ class Model:
     edges: set[tuple[str, str, str]] = field(default_factory=set)  # (source, kind, target)
 
     def write(self, memory_id: str, namespace: str, content: str, meta: dict[str, object]) -> bool:
-        """An upsert: replaces the row and its outgoing relations, keeps supersedes edges."""
+        """An upsert: replaces the row and its outgoing relations, keeps supersedes edges.
+
+        A superseded version stays superseded: its successor's edge is kept, so
+        the store keeps ``superseded_by`` too.
+        """
         existing = self.rows.get(memory_id)
         if existing is not None and existing.namespace != namespace:
             return False
-        self.rows[memory_id] = Row(namespace, content, meta)
+        by = None if existing is None else existing.superseded_by
+        self.rows[memory_id] = Row(namespace, content, meta, superseded_by=by)
         self.edges = {e for e in self.edges if e[0] != memory_id or e[1] == "supersedes"}
         return True
 

@@ -105,7 +105,8 @@ class Env:
         raw.close()
         self.metadata: dict[str, dict[str, Any]] = {}  # live memories
         self.forgotten: set[str] = set()
-        self.bm25 = BM25Oracle()
+        # A new store indexes each memory's created_at date as words: the oracle does too.
+        self.bm25 = BM25Oracle(dates=True)
 
     @staticmethod
     def _schema(raw: apsw.Connection) -> list[tuple[Any, ...]]:
@@ -115,7 +116,7 @@ class Env:
         memory, error = attempt(lambda: self.store.remember_many([draft])[0])
         if memory is not None:
             self.metadata[memory.id] = dict(draft.metadata or {})
-            self.bm25.put(memory.id, draft.content)
+            self.bm25.put(memory.id, draft.content, memory.created_at)
         return error
 
     def check_intact(self) -> None:
@@ -155,7 +156,8 @@ def check_text(env: Env, query: str) -> None:
     assert error is None, (query, error)
     assert recall is not None
     expected = env.bm25.scores(query)
-    got = {hit.memory.id: hit.score for hit in recall}
+    # The text channel's raw score is BM25 (``Hit.score`` maps it to a probability).
+    got = {hit.memory.id: hit.channels["text"].raw for hit in recall}
     assert got.keys() == expected.keys(), query
     for mid, score in got.items():
         assert math.isclose(score, expected[mid], rel_tol=1e-5), (query, mid)

@@ -36,6 +36,10 @@ neighbours' text) changed, so the postings always equal a rebuild. Writers of
 one dialog take a transaction-scoped advisory lock on it, so two servers
 appending turns to the same session cannot both miss each other; writers of
 different dialogs never wait for each other.
+
+**Date words** (:mod:`embedmind.lexical.dates`, the rule both backends share):
+when the meta switch :data:`DATES_KEY` is on, a memory's own terms include
+the day, month name and year of its ``created_at``.
 """
 
 from __future__ import annotations
@@ -51,17 +55,21 @@ from psycopg.rows import TupleRow
 
 from embedmind.backend.postgres import alias_rows
 from embedmind.backend.postgres.schema import LEX_SHARDS
+from embedmind.lexical import bm25
 
 # One copy of the weighting: the SQLite backend's (it belongs in embedmind.lexical;
 # asked for in the report of the PostgreSQL groundwork).
 from embedmind.lexical.aliases import Fields, Table, fields, query_weights
 from embedmind.lexical.analyzer import analyze
 from embedmind.lexical.bm25 import K1, B
+from embedmind.lexical.dates import dated
 from embedmind.lexical.session_context import combined
 
 Conn = psycopg.Connection[TupleRow]
 Dialog = tuple[str, str]
 """``(namespace, session_id)``."""
+DATES_KEY = "date_words"
+"""Meta key of the date-words switch: ``true`` on; absent (an earlier release's store): off."""
 _DIALOG_LOCK = 0x6C65_7864
 """First half of the advisory-lock key of a dialog ("lexd"); the second is its hash."""
 
@@ -73,6 +81,7 @@ class Row:
     key: int
     content: str
     dialog: Dialog | None
+    created_at: int
 
 
 def query_terms(text: str) -> list[str]:
@@ -94,10 +103,12 @@ def index(
     table = alias_rows.table(conn) if table is None else table
     rows = _rows(conn, keys)
     if not session_context:
-        _put(conn, [(row.key, fields(row.content, table).alone(), None) for row in rows])
+        own = _fields(conn, rows, table)
+        _put(conn, [(row.key, own[row.key].alone(), None) for row in rows])
         return
     alone = [row for row in rows if row.dialog is None]
-    _put(conn, [(row.key, fields(row.content, table).alone(), None) for row in alone])
+    own = _fields(conn, alone, table)
+    _put(conn, [(row.key, own[row.key].alone(), None) for row in alone])
     dialogs = {row.dialog for row in rows if row.dialog is not None}
     new = {row.key for row in rows if row.dialog is not None}
     sync_dialogs(conn, dialogs, table=table, new=new)
@@ -149,7 +160,7 @@ def reindex(
     needed = set(indexed)
     if session_context:
         needed |= {o for pair in indexed.values() if pair for o in pair if o is not None}
-    own = {row.key: fields(row.content, table) for row in _rows(conn, sorted(needed))}
+    own = _fields(conn, _rows(conn, sorted(needed)), table)
     entries = [
         (key, combined(own, key, links) if session_context and links else own[key].alone(),
          links if session_context else None)
@@ -211,9 +222,7 @@ def sync_dialogs(
         return
     needed = set(redo) | {o for pair in redo.values() for o in pair if o is not None}
     table = alias_rows.table(conn) if table is None else table
-    own: dict[int, Fields] = {
-        row.key: fields(row.content, table) for row in _rows(conn, sorted(needed))
-    }
+    own = _fields(conn, _rows(conn, sorted(needed)), table)
     _drop(conn, [key for key in redo if key not in new_keys])
     _put(conn, [(key, combined(own, key, links), links) for key, links in redo.items()])
 
@@ -240,13 +249,30 @@ def _lock_dialogs(conn: Conn, dialogs: Iterable[Dialog]) -> None:
 
 def _rows(conn: Conn, keys: Sequence[int]) -> list[Row]:
     return [
-        Row(int(key), content, None if session is None else (namespace, session))
-        for key, content, namespace, session in conn.execute(
-            "SELECT key, content, namespace, session_id FROM memories WHERE key = ANY(%s) "
-            "ORDER BY key",
+        Row(int(key), content, None if session is None else (namespace, session), int(at))
+        for key, content, namespace, session, at in conn.execute(
+            "SELECT key, content, namespace, session_id, created_at FROM memories "
+            "WHERE key = ANY(%s) ORDER BY key",
             (list(keys),),
         )
     ]
+
+
+def dates_on(conn: Conn) -> bool:
+    """Whether this store's postings carry date words (:data:`DATES_KEY`)."""
+    row = conn.execute("SELECT value #>> '{}' FROM meta WHERE key = %s", (DATES_KEY,)).fetchone()
+    return row is not None and row[0] == "true"
+
+
+def _fields(conn: Conn, rows: Sequence[Row], table: Table) -> dict[int, Fields]:
+    """Each row's fields under ``table``, with its date words when the store's switch is on."""
+    if not rows:
+        return {}
+    dates = dates_on(conn)
+    return {
+        row.key: dated(fields(row.content, table), row.created_at if dates else None)
+        for row in rows
+    }
 
 
 def _put(
@@ -426,6 +452,9 @@ def context_terms(conn: Conn, key: int, content: str, query: str) -> tuple[str, 
     every query term it matches, or when its postings carry no context.
     """
     mine = fields(content, alias_rows.table(conn))
+    if dates_on(conn):
+        row = conn.execute("SELECT created_at FROM memories WHERE key = %s", (key,)).fetchone()
+        mine = dated(mine, None if row is None else int(row[0]))
     own = {*mine.own, *mine.alias}
     wanted = [t for t in query_terms(query) if t not in own]
     if not wanted:
@@ -450,3 +479,28 @@ def statistics(conn: Conn) -> tuple[int, int]:
         "SELECT coalesce(sum(doc_count), 0), coalesce(sum(total_length), 0) FROM lex_stats"
     ).fetchone()
     return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def ceiling(conn: Conn, weights: dict[str, float]) -> float:
+    """:func:`embedmind.lexical.bm25.ceiling` of weighted query terms, from these postings."""
+    if not weights:
+        return 0.0
+    rows = conn.execute(
+        "SELECT term, count(*) FROM lex_postings WHERE term = ANY(%s) GROUP BY term",
+        (list(weights),),
+    )
+    dfs = {str(term): int(df) for term, df in rows}
+    docs, _ = statistics(conn)
+    return bm25.ceiling(weights, dfs, docs)
+
+
+def dialog_links(conn: Conn, keys: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+    """The dialog links the postings of each of ``keys`` were built with (none: omitted)."""
+    rows = conn.execute(
+        "SELECT key, prev_key, next_key FROM lex_docs WHERE key = ANY(%s) AND has_links "
+        "AND (prev_key IS NOT NULL OR next_key IS NOT NULL)",
+        (list(keys),),
+    )
+    return {
+        int(k): (None if p is None else int(p), None if n is None else int(n)) for k, p, n in rows
+    }

@@ -427,8 +427,20 @@ def migrate(conn: Conn, schema: str = DEFAULT_SCHEMA) -> int:
                     "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                     (number, migration.__name__),
                 )
+            if current == 0:
+                _new_store_settings(conn)
     use_schema(conn, schema)
     return max(version, LATEST)
+
+
+def _new_store_settings(conn: Conn) -> None:
+    """The settings a new store starts with, in the transaction that creates it.
+
+    Date words are on (:mod:`embedmind.lexical.dates`; the key is the lexical
+    module's ``DATES_KEY``): a store of an earlier release has no such row,
+    and keeps its postings without them (off) until ``Store.open`` is asked.
+    """
+    conn.execute("""INSERT INTO meta VALUES ('date_words', '"true"'::jsonb)""")
 
 
 def _prepare(conn: Conn, schema: str, *, fresh: bool) -> None:

@@ -334,6 +334,13 @@ class PgChannels(Facet):
         )
         return {int(k): float(c) for k, c in rows}
 
+    def text_ceiling(self, text: str) -> float:
+        weights = lexical.weighted_terms(text, alias_rows.table(self.conn))
+        return lexical.ceiling(self.conn, weights)
+
+    def memory_vectors(self, keys: Sequence[int]) -> tuple[Any, Any]:
+        return vector_channel.memory_vectors(self.conn, keys)
+
     def vector_count(self, space: Space = Space.MEMORY) -> int:
         query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(TABLES[space]))
         return int(self.conn.execute(query).fetchone()[0])  # type: ignore[index]
@@ -419,6 +426,12 @@ class PgSessions(Facet):
     def context_enabled(self) -> bool:
         return self.context_on()
 
+    def dates_enabled(self) -> bool:
+        return lexical.dates_on(self.conn)
+
+    def neighbours(self, keys: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+        return lexical.dialog_links(self.conn, keys)
+
     def session_ids(self, keys: Sequence[int]) -> dict[int, str]:
         rows = self.conn.execute(
             "SELECT key, session_id FROM memories WHERE key = ANY(%s) AND session_id IS NOT NULL",
@@ -431,6 +444,12 @@ class PgSessions(Facet):
             return
         PgMeta(self.conn, self._compiled).set(CONTEXT_KEY, "true" if on else "false")
         lexical.rebuild(self.conn, session_context=on)
+
+    def set_dates(self, on: bool) -> None:
+        if on == lexical.dates_on(self.conn):
+            return
+        PgMeta(self.conn, self._compiled).set(lexical.DATES_KEY, "true" if on else "false")
+        lexical.rebuild(self.conn, session_context=self.context_on())
 
 
 class PgRead:

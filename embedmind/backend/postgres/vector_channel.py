@@ -292,3 +292,17 @@ def _capped(hits: list[Hit], cap: int | None, k: int) -> list[Hit]:
             if len(out) == k:
                 break
     return out
+
+
+def memory_vectors(
+    conn: Conn, keys: Sequence[int]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """The given memories' vectors as ``(owners, rows)``, sorted by key then chunk (``vec_key``)."""
+    rows = conn.execute(
+        "SELECT key, embedding::real[] FROM memory_vectors WHERE key = ANY(%s) "
+        "ORDER BY key, vec_key",
+        (list(keys),),
+    ).fetchall()
+    owners = np.array([int(key) for key, _ in rows], dtype=np.int64)
+    vectors = np.array([embedding for _, embedding in rows], dtype=np.float32)
+    return owners, vectors

@@ -42,7 +42,7 @@ from embedmind.backend.sqlite.blocks import (
 from embedmind.backend.sqlite.connection import fetch_one, insert_json_rows
 from embedmind.backend.sqlite.pair_order import pair_order
 from embedmind.errors import StorageError
-from embedmind.lexical import session_context
+from embedmind.lexical import bm25, session_context
 
 
 @dataclass(frozen=True)
@@ -373,3 +373,23 @@ def add_stats(conn: apsw.Connection, docs: int, length: int) -> None:
 def term_count(conn: apsw.Connection) -> int:
     """Number of terms in the dictionary."""
     return int(fetch_one(conn, "SELECT count(*) FROM lex_terms")[0])
+
+
+def ceiling(conn: apsw.Connection, weights: dict[str, float]) -> float:
+    """:func:`embedmind.lexical.bm25.ceiling` of weighted query terms, from this index."""
+    rows = lookup_terms(conn, weights)
+    doc_count, _ = stats(conn)
+    return bm25.ceiling(weights, {term: row.df for term, row in rows.items()}, doc_count)
+
+
+def dialog_links(conn: apsw.Connection, keys: Sequence[int]) -> dict[int, Links]:
+    """The dialog links the postings of each of ``keys`` were built with (none: omitted)."""
+    sql = (
+        "SELECT key, prev_key, next_key FROM lex_docs "
+        "WHERE key IN (SELECT value FROM json_each(?)) "
+        "AND (prev_key IS NOT NULL OR next_key IS NOT NULL)"
+    )
+    return {
+        int(k): (None if p is None else int(p), None if n is None else int(n))
+        for k, p, n in conn.execute(sql, (json.dumps([int(k) for k in keys]),))
+    }

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import apsw
+import numpy as np
 
 from embedmind.backend.sqlite import (
     alias_rows,
     fragment_rows,
     graph_rows,
     lifecycle_rows,
+    postings,
     records,
     session_rows,
     vector_rows,
@@ -30,7 +32,7 @@ from embedmind.backend.sqlite import (
 from embedmind.backend.sqlite.identities import identities
 from embedmind.backend.sqlite.lexical.channel import text_channel, widened_channel
 from embedmind.backend.sqlite.lexical.context import context_terms
-from embedmind.backend.sqlite.lexical.index import LexicalIndex
+from embedmind.backend.sqlite.lexical.index import LexicalIndex, query_terms
 from embedmind.backend.sqlite.missing_vectors import MissingVectors
 from embedmind.backend.sqlite.selection_sql import (
     Condition,
@@ -38,6 +40,7 @@ from embedmind.backend.sqlite.selection_sql import (
     compile_selection,
 )
 from embedmind.backend.values import Edge, Identity, Link, RowRef, Space, VectorHit
+from embedmind.lexical.aliases import query_weights
 from embedmind.model import Memory
 from embedmind.query.selection import Selection
 
@@ -194,6 +197,16 @@ class SqliteChannels(_Facet):
         index = self.parts.vectors
         return {} if index is None else vector_search.cosines_of(self.conn, index.dims, query, keys)
 
+    def text_ceiling(self, text: str) -> float:
+        weights = query_weights(query_terms(text), self.parts.lexical.aliases(self.conn))
+        return postings.ceiling(self.conn, weights)
+
+    def memory_vectors(self, keys: Sequence[int]) -> tuple[Any, Any]:
+        index = self.parts.vectors
+        if index is None:
+            return np.zeros(0, np.int64), np.zeros((0, 0), np.float32)
+        return vector_rows.by_memory(self.conn, keys, index.dims)
+
     def vector_count(self, space: Space = Space.MEMORY) -> int:
         return vector_rows.count(self.conn, _SPACES[space])
 
@@ -306,8 +319,14 @@ class SqliteSessions(_Facet):
     def context_enabled(self) -> bool:
         return session_rows.enabled(self.conn)
 
+    def dates_enabled(self) -> bool:
+        return session_rows.dates_enabled(self.conn)
+
     def session_ids(self, keys: Sequence[int]) -> dict[int, str]:
         return {k: p.session_id for k, p in session_rows.places(self.conn, keys).items()}
+
+    def neighbours(self, keys: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+        return postings.dialog_links(self.conn, keys)
 
 
 class SqliteAliases(_Facet):

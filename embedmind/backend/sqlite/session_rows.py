@@ -6,7 +6,8 @@ A dialog is the memories of one ``(namespace, session_id)``, ordered by
 The neighbour lookups compare ``(created_at, key)`` as row values, so that
 SQLite seeks ``memories_by_session`` to the place instead of scanning the
 session (migration 5).
-The per-store switch lives in ``meta`` under :data:`SWITCH`.
+The per-store switch lives in ``meta`` under :data:`SWITCH`; the date-words
+switch (:mod:`embedmind.lexical.dates`) under :data:`DATES`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import apsw
 
 SWITCH = "lexical.session_context"
 """``meta`` key: ``"on"`` when the lexical postings carry session context."""
+DATES = "lexical.date_words"
+"""``meta`` key: ``"on"`` when the lexical postings carry each memory's date words."""
 
 
 @dataclass(frozen=True, order=True)
@@ -48,6 +51,26 @@ def set_enabled(conn: apsw.Connection, on: bool) -> None:
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 'on')", (SWITCH,))
     else:
         conn.execute("DELETE FROM meta WHERE key = ?", (SWITCH,))
+
+
+def dates_enabled(conn: apsw.Connection) -> bool:
+    """Whether this store's postings carry date words (absent: an older store, off)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (DATES,)).fetchone()
+    return row is not None and row[0] == "on"
+
+
+def set_dates_enabled(conn: apsw.Connection, on: bool) -> None:
+    """Record the date-words switch (the caller rebuilds the postings in the same transaction)."""
+    if on:
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 'on')", (DATES,))
+    else:
+        conn.execute("DELETE FROM meta WHERE key = ?", (DATES,))
+
+
+def created(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, int]:
+    """The ``created_at`` of each of ``keys`` that exists."""
+    sql = "SELECT key, created_at FROM memories WHERE key IN (SELECT value FROM json_each(?))"
+    return {int(k): int(at) for k, at in conn.execute(sql, (json.dumps(list(keys)),))}
 
 
 def places(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, Place]:

@@ -239,6 +239,12 @@ class SqliteSessionWrites(SqliteSessions):
         if session_rows.enabled(self.conn) != on:
             self.parts.lexical.rebuild(self.conn, self.version.get(), session_context=on)
 
+    def set_dates(self, on: bool) -> None:
+        if session_rows.dates_enabled(self.conn) != on:
+            context = session_rows.enabled(self.conn)
+            lexical, version = self.parts.lexical, self.version.get()
+            lexical.rebuild(self.conn, version, session_context=context, date_words=on)
+
 
 class SqliteAliasWrites(SqliteAliases):
     """:class:`~embedmind.backend.protocol.AliasWrites` over SQLite."""

@@ -373,3 +373,12 @@ def missing_contents(
         f"AND m.forgotten_at IS NULL AND {_NO_VECTOR} ORDER BY m.key LIMIT ?"
     )
     return [(int(k), str(c)) for k, c in conn.execute(sql, (*params, limit))]
+
+
+def by_memory(
+    conn: apsw.Connection, keys: Sequence[int], dims: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """The given memories' vectors as ``(owners, rows)``, sorted by key then chunk (``vec_key``)."""
+    vec_keys, owners, vectors = of_keys(conn, keys, dims)
+    order = np.lexsort((vec_keys, owners))
+    return owners[order], vectors[order]

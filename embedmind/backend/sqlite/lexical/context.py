@@ -34,6 +34,7 @@ from embedmind.backend.sqlite.postings import get_entry, lookup_terms
 from embedmind.backend.sqlite.session_rows import Place
 from embedmind.lexical.aliases import EMPTY, Fields, Table, fields
 from embedmind.lexical.analyzer import analyze
+from embedmind.lexical.dates import dated
 from embedmind.lexical.session_context import Links, combined
 
 
@@ -74,8 +75,7 @@ def plan_add(
         links.update(_dialog_links(conn, dialog, around, texts.keys(), stored))
     own = {key: fields_ for (key, _), fields_ in zip(docs, analysed, strict=True)}
     needed = {o for pair in links.values() for o in pair if o is not None} | links.keys()
-    for key, text in session_rows.contents(conn, needed - own.keys()).items():
-        own[key] = fields(text, table)
+    own.update(read_fields(conn, needed - own.keys(), table))
     entries = [
         Entry(key, combined(own, key, links[key]) if key in links else own[key].alone(),
               links.get(key))
@@ -97,7 +97,7 @@ def plan_remove(
     if following is not None:
         new[following] = (previous, stored(following)[1])
     needed = {o for pair in new.values() for o in pair if o is not None} | new.keys()
-    own = {key: fields(text, table) for key, text in session_rows.contents(conn, needed).items()}
+    own = read_fields(conn, needed, table)
     return [Entry(key, combined(own, key, pair), pair) for key, pair in new.items()]
 
 
@@ -112,10 +112,24 @@ def plan_reindex(
     needed = set(indexed)
     if context:
         needed |= {o for pair in indexed.values() for o in pair if o is not None}
-    own = {key: fields(text, table) for key, text in session_rows.contents(conn, needed).items()}
+    own = read_fields(conn, needed, table)
     if not context:
         return [Entry(key, own[key].alone(), None) for key in indexed if key in own]
     return [Entry(key, combined(own, key, pair), pair) for key, pair in indexed.items()]
+
+
+def read_fields(conn: apsw.Connection, keys: Iterable[int], table: Table) -> dict[int, Fields]:
+    """The fields of each of ``keys`` that exists, from its current record, under ``table``."""
+    texts = session_rows.contents(conn, keys)
+    return with_dates(conn, {key: fields(text, table) for key, text in texts.items()})
+
+
+def with_dates(conn: apsw.Connection, own: dict[int, Fields]) -> dict[int, Fields]:
+    """``own`` with each document's date words when the store's switch is on (as is when off)."""
+    if not own or not session_rows.dates_enabled(conn):
+        return own
+    stamps = session_rows.created(conn, own)
+    return {key: dated(fields_, stamps.get(key)) for key, fields_ in own.items()}
 
 
 def _by_dialog(places: Iterable[Place]) -> list[list[Place]]:
@@ -161,7 +175,7 @@ def context_terms(
     """
     if table is None:
         table = Table.compile(alias_rows.rows(conn)) if alias_rows.version(conn) else EMPTY
-    mine = fields(content, table)
+    mine = with_dates(conn, {key: fields(content, table)})[key]
     own = {*mine.own, *mine.alias}
     wanted = [term for term in dict.fromkeys(analyze(query)) if term not in own]
     if not wanted:

@@ -132,6 +132,11 @@ class LexicalIndex:
         own = None if ahead is None else ahead.fields_of(docs, table)
         if own is None:
             own = fields_many([text for _, text in docs], table)
+        if session_rows.dates_enabled(conn):
+            with_dates = context.with_dates(
+                conn, {key: f for (key, _), f in zip(docs, own, strict=True)}
+            )
+            own = [with_dates[key] for key, _ in docs]
         if not session_rows.enabled(conn):
             entries = [
                 context.Entry(key, fields.alone(), None)
@@ -178,17 +183,27 @@ class LexicalIndex:
         texts = session_rows.contents(conn, keys)
         self.add(conn, [(key, texts[key]) for key in keys if key in texts], version)
 
-    def rebuild(self, conn: apsw.Connection, version: int, *, session_context: bool) -> None:
+    def rebuild(
+        self,
+        conn: apsw.Connection,
+        version: int,
+        *,
+        session_context: bool,
+        date_words: bool | None = None,
+    ) -> None:
         """Re-derive every posting from the records, with session context on or off.
 
         This is the definition incremental maintenance must match (and the
-        switch: turning session context on or off re-indexes the store).
+        switch: turning session context or date words on or off re-indexes
+        the store). ``date_words`` ``None`` keeps the store's setting.
         """
         conn.execute("DELETE FROM lex_blocks")
         conn.execute("DELETE FROM lex_docs")
         conn.execute("DELETE FROM lex_terms")
         conn.execute("UPDATE lex_stats SET doc_count = 0, total_length = 0 WHERE id = 1")
         session_rows.set_enabled(conn, session_context)
+        if date_words is not None:
+            session_rows.set_dates_enabled(conn, date_words)
         alias_rows.clear_pending(conn)  # every posting follows the current alias table again
         self.add(conn, session_rows.unforgotten(conn), version)
         self.clear_cache()
