@@ -13,7 +13,10 @@ second store holding the same turns with session context on
 query-side options ``hybrid+context+widen`` and ``hybrid+context+latest``), and
 round-robin with three anchors over the same turns and vectors:
 bm25s, exact cosine, and their RRF (:mod:`.locomo_anchors`). Figures:
-recall@5/10 and hit@5/10 overall and per category, p50/p95 per method.
+recall@5/10 and hit@5/10 overall and per category, p50/p95 per method; for
+each embedmind method the calibration of its top-10 scores (expected
+calibration error and a score-bin table), and for every method recall@10 and
+hit@10 per conversation with their spread (:mod:`.locomo_calibration`).
 
 Expected duration on 2 cores: 1-3 minutes (2,760 turns to embed).
 """
@@ -32,6 +35,7 @@ import numpy as np
 from embedmind.fusion import RRF_K, rrf
 from embedmind.store import Store
 from embedmind_bench import locomo_anchors as anchors
+from embedmind_bench import locomo_calibration as calibration
 from embedmind_bench import metrics
 from embedmind_bench.locomo_context import text_only_ingest
 from embedmind_bench.locomo_data import (
@@ -68,6 +72,8 @@ PAIRS = (
     ("hybrid+context+widen", "hybrid+context"),
     ("hybrid+context+latest", "hybrid+context"),
 )
+BINNED = ("hybrid+context",)
+"""The methods whose calibration table is printed: a new store's default recall."""
 QUERY_SIDE = {"widen": {"widen": True}, "latest": {"latest": True}}
 """The episodic seed's query-side options, asked of the context store as extra rows
 (``recall(widen=True)``, ``recall(latest=True)``; :mod:`.locomo_query_side` has
@@ -128,23 +134,34 @@ def _searchers(
     options: Options,
     skipped: dict[str, str],
     context: Store | None = None,
+    scores: dict[str, dict[int, list[float]]] | None = None,
 ) -> dict[str, Searcher]:
-    """One searcher per method: embedmind's three modes, then the anchors."""
+    """One searcher per method: embedmind's three modes, then the anchors.
 
-    def mode_searcher(mode: str, asked: Store = store, **options: Any) -> Searcher:
+    An embedmind searcher also keeps each question's hit scores in
+    ``scores[method][question index]`` (for the calibration figures).
+    """
+    kept = scores if scores is not None else {}
+
+    def mode_searcher(name: str, mode: str, asked: Store = store, **options: Any) -> Searcher:
+        seen = kept.setdefault(name, {})
+
         def search(i: int) -> list[Any]:
             q = questions[i]
-            return asked.recall(q.text, k=max(KS), namespace=q.namespace, mode=mode, **options).ids
+            result = asked.recall(q.text, k=max(KS), namespace=q.namespace, mode=mode, **options)
+            seen[i] = [hit.score for hit in result]
+            return result.ids
 
         return search
 
-    found: dict[str, Searcher] = {mode: mode_searcher(mode) for mode in MODES}
+    found: dict[str, Searcher] = {mode: mode_searcher(mode, mode) for mode in MODES}
     found[BEFORE] = _before_searcher(store, questions)
     if context is not None:
         for mode in ("text", "hybrid"):
-            found[f"{mode}+context"] = mode_searcher(mode, context)
+            found[f"{mode}+context"] = mode_searcher(f"{mode}+context", mode, context)
         for name, extra in QUERY_SIDE.items():
-            found[f"hybrid+context+{name}"] = mode_searcher("hybrid", context, **extra)
+            method = f"hybrid+context+{name}"
+            found[method] = mode_searcher(method, "hybrid", context, **extra)
     if not options.anchors:
         return found
     qvecs = {q.text: np.asarray(embedder.embed_query(q.text), np.float32) for q in questions}
@@ -270,8 +287,9 @@ def run(
     ):  # fmt: skip
         vectors, ingest = _ingest(store, data, embedder)
         ingest["with_context"] = _ingest(ctx, data, embedder, vectors)[1]
+        scores: dict[str, dict[int, list[float]]] = {}
         searchers = _searchers(
-            store, data, questions, vectors, embedder, options, outcome.skipped, ctx
+            store, data, questions, vectors, embedder, options, outcome.skipped, ctx, scores
         )
         bar = progress("LoCoMo questions", len(questions))
         runs = round_robin(searchers, len(questions), warmup=5, bar=bar)
@@ -282,8 +300,16 @@ def run(
         if found.error:
             outcome.skipped[name] = f"failed: {found.error}"
             continue
-        ranked = zip(questions, found.results, strict=True)
-        methods[name] = {"scores": score(ranked), "latency": metrics.latency(found.seconds)}
+        ranked = list(zip(questions, found.results, strict=True))
+        methods[name] = {
+            "scores": score(ranked),
+            "latency": metrics.latency(found.seconds),
+            "folds": calibration.folds(ranked),
+        }
+        if name in scores:
+            kept = [scores[name][i] for i in range(len(questions))]
+            answers = zip(questions, found.results, kept, strict=True)
+            methods[name]["calibration"] = calibration.calibration(answers)
     outcome.figures = {
         "dataset": {
             "path": str(path),
@@ -295,5 +321,8 @@ def run(
         "methods": methods,
     }
     outcome.ratios = _ratios(methods)
-    outcome.tables = _tables(methods, len(questions), ingest)
+    outcome.tables = [
+        *_tables(methods, len(questions), ingest),
+        *calibration.tables(methods, BINNED),
+    ]
     return outcome

@@ -2,9 +2,19 @@
 
 Works positionally (``EmbedmindRetriever(store)`` in a chain) and by keyword;
 ``invoke(query, k=..., where=...)`` overrides the constructor's settings for
-one call. Each ``Document`` carries the memory id as ``id`` and its metadata
+one call. Each ``Document`` carries the memory's document id as ``id`` (its
+memory id, less the namespace prefix a vector store writes) and its metadata
 plus recall details under the single reserved key ``"embedmind"``. With
 ``fragments=True`` it returns one document per fragment, with its locator.
+
+The details of a memory's document: ``score``, the engine's ``Hit.score`` (in
+hybrid mode, the default, the estimated probability in [0, 1] that the memory
+is relevant to the query); ``rank``; ``channels``, each channel's ``rank`` and
+``raw`` score (BM25 for ``text``, cosine for ``vector``); ``namespace``,
+``created_at`` and ``updated_at``. ``min_score`` drops the documents scoring
+below it, exactly as ``Store.recall`` does (the others keep their ranks).
+A fragment's document carries ``record_id``, ``locator`` and ``score`` (the
+fragment's cosine).
 """
 
 from __future__ import annotations
@@ -16,10 +26,12 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
-from embedmind import Store
+from embedmind import InvalidInputError, Store
 from langchain_embedmind._convert import RESERVED, hit_document
 
-_RECALL_OPTIONS = ("namespace", "where", "mode", "recency", "expand_related", "tags", "as_of")
+_RECALL_OPTIONS = (
+    "namespace", "where", "mode", "recency", "expand_related", "tags", "as_of", "min_score",
+)  # fmt: skip
 
 
 class EmbedmindRetriever(BaseRetriever):
@@ -33,6 +45,8 @@ class EmbedmindRetriever(BaseRetriever):
         mode: ``"hybrid"``, ``"vector"`` or ``"text"``.
         recency: Add recency as a third fusion list.
         expand_related: Append one hop of graph neighbours.
+        min_score: Drop the memories scoring below this probability (0-1);
+            refused with ``fragments``, whose scores are cosines.
         fragments: Return fragments (with locators) instead of whole memories.
         max_per_record: With ``fragments``, at most this many per record.
     """
@@ -46,6 +60,7 @@ class EmbedmindRetriever(BaseRetriever):
     mode: str = "hybrid"
     recency: bool = False
     expand_related: bool = False
+    min_score: float | None = None
     fragments: bool = False
     max_per_record: int | None = None
 
@@ -60,6 +75,13 @@ class EmbedmindRetriever(BaseRetriever):
         k = int(kwargs.pop("k", self.k))
         options = {name: kwargs.pop(name, getattr(self, name, None)) for name in _RECALL_OPTIONS}
         if kwargs.pop("fragments", self.fragments):
+            if options["min_score"] is not None:
+                # A fragment's score is a cosine, not a probability: no silent cut.
+                raise InvalidInputError(
+                    "min_score",
+                    "fragment scores are cosines, not probabilities; drop min_score "
+                    "with fragments=True",
+                )
             cap = kwargs.pop("max_per_record", self.max_per_record)
             return self._fragments(query, k, cap, options)
         options = {name: value for name, value in options.items() if value is not None}

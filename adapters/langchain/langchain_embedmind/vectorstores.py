@@ -1,10 +1,16 @@
 """``EmbedmindVectorStore``: a LangChain ``VectorStore`` over an embedmind store.
 
-Returned ``Document.metadata`` equals what went in. Scores and relevance
-scores are both the cosine similarity of query and document clipped to
-[0, 1] (LangChain's relevance for cosine), so they fall with rank and an
-exact match scores 1. When the caller hands an ``Embeddings`` object it embeds
-everything; it must be the store's own model (checked at construction).
+Returned ``Document.metadata`` equals what went in. ``similarity_search_with_score``
+reports the store's similarity: the cosine of query and document clipped to
+[0, 1], so an exact match scores 1. Relevance scores
+(``similarity_search_with_relevance_scores``, and so a retriever of
+``search_type="similarity_score_threshold"``) are the engine's own
+``Hit.score``: the estimated probability, in [0, 1], that the document is
+relevant, and ``score_threshold`` is passed to the engine as ``min_score``,
+so the documents returned are exactly those of the unthresholded search
+scoring at least the threshold. Both fall with rank. When the caller hands an
+``Embeddings`` object it embeds everything; it must be the store's own model
+(checked at construction).
 Similarity search is the vector channel, so a query whose words occur nowhere
 still finds its nearest documents. Reads cover a namespace scope as
 ``recall`` does; writes go to one namespace.
@@ -18,16 +24,17 @@ wrote under its raw id is still found, replaced in place and deleted.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from embedmind import Draft, InvalidInputError, Memory, Store
+from embedmind import Draft, InvalidInputError, Memory, Recall, Store
 from embedmind.ids import validate_id
 from langchain_embedmind import _scope
 from langchain_embedmind._convert import memory_id, to_document
@@ -202,18 +209,69 @@ class EmbedmindVectorStore(VectorStore):
         """The ``k`` documents nearest to ``embedding``."""
         return [doc for doc, _ in self._search("", embedding, k, filter)]
 
+    def similarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """``(document, relevance)`` pairs, best first: each hit's probability of relevance.
+
+        ``score_threshold`` (0-1) becomes the engine's ``min_score``: the
+        pairs are exactly those of the unthresholded search scoring at least
+        it, in the same order.
+
+        Raises:
+            InvalidInputError: When ``score_threshold`` is not a number within 0-1.
+        """
+        threshold = kwargs.pop("score_threshold", None)
+        hits = self._hits(query, self._embed_query(query), k, kwargs.get("filter"), threshold)
+        return [(to_document(hit.memory), hit.score) for hit in hits]
+
+    async def asimilarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """:meth:`similarity_search_with_relevance_scores` in an executor, off the event loop."""
+        return await run_in_executor(
+            None, self.similarity_search_with_relevance_scores, query, k, **kwargs
+        )
+
+    def _similarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        # LangChain's default maps similarity_search_with_score through
+        # _select_relevance_score_fn; the engine scores relevance itself.
+        return self.similarity_search_with_relevance_scores(query, k, **kwargs)
+
+    async def _asimilarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        return await self.asimilarity_search_with_relevance_scores(query, k, **kwargs)
+
     def _search(
         self, query: str, vector: list[float] | None, k: int, where: dict[str, Any] | None
     ) -> list[tuple[Document, float]]:
-        hits = self.store.recall(
-            query, k=k, namespace=self.namespace, where=where, mode="vector", vector=vector
-        )
-        return [(to_document(hit.memory), _unit(hit.score)) for hit in hits]
+        """``(document, clipped cosine)`` pairs, best first (the vector channel's raw score)."""
+        return [
+            (to_document(hit.memory), _unit(hit.channels["vector"].raw))
+            for hit in self._hits(query, vector, k, where)
+        ]
 
-    def _select_relevance_score_fn(self) -> Callable[[float], float]:
-        # Scores already are relevance: LangChain's cosine relevance is the
-        # similarity itself, and _search clipped it to [0, 1].
-        return _unit
+    def _hits(
+        self,
+        query: str,
+        vector: list[float] | None,
+        k: int,
+        where: dict[str, Any] | None,
+        min_score: float | None = None,
+    ) -> Recall:
+        """The vector channel's hits: a query whose words occur nowhere still finds its nearest."""
+        return self.store.recall(
+            query,
+            k=k,
+            namespace=self.namespace,
+            where=where,
+            mode="vector",
+            vector=vector,
+            min_score=min_score,
+        )
 
     def max_marginal_relevance_search(
         self,

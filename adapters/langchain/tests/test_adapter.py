@@ -78,8 +78,8 @@ def test_from_texts_and_as_retriever_with_threshold() -> None:
         TEXTS, embedding=EmbedmindEmbeddings("hashing"), metadatas=[{"i": i} for i in range(4)]
     )
     retriever = vs.as_retriever(
-        search_type="similarity_score_threshold", search_kwargs={"score_threshold": 0.7, "k": 4}
-    )
+        search_type="similarity_score_threshold", search_kwargs={"score_threshold": 0.3, "k": 4}
+    )  # a relevance is a probability: the vector channel alone gives an exact match about 0.48
     docs = retriever.invoke("the sky is blue")
     assert docs
     assert docs[0].page_content == "the sky is blue"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import numpy as np
@@ -152,16 +153,17 @@ def test_a_pattern_scope_writes_only_where_told(store: embedmind.Store) -> None:
 # -- scores --------------------------------------------------------------------------
 
 
-@settings(max_examples=25, deadline=None)
-@given(
-    texts=st.lists(
-        st.text(st.sampled_from("abcdefgh "), min_size=3, max_size=20).filter(str.strip),
-        min_size=1,
-        max_size=8,
-        unique=True,
-    ),
-    query=st.text(st.sampled_from("abcdefgh "), min_size=1, max_size=20).filter(str.strip),
+TEXTS = st.lists(
+    st.text(st.sampled_from("abcdefgh "), min_size=3, max_size=20).filter(str.strip),
+    min_size=1,
+    max_size=8,
+    unique=True,
 )
+QUERIES = st.text(st.sampled_from("abcdefgh "), min_size=1, max_size=20).filter(str.strip)
+
+
+@settings(max_examples=25, deadline=None)
+@given(texts=TEXTS, query=QUERIES)
 def test_scores_are_clipped_cosines_in_unit_range_falling_with_rank(
     texts: list[str], query: str
 ) -> None:
@@ -170,16 +172,76 @@ def test_scores_are_clipped_cosines_in_unit_range_falling_with_rank(
     vs.add_texts(texts)
     q = np.asarray(model.embed_query(query))
     q /= np.linalg.norm(q)
-    for scored in (
-        vs.similarity_search_with_score(query, k=len(texts)),
-        vs.similarity_search_with_relevance_scores(query, k=len(texts)),
-    ):
-        scores = [s for _, s in scored]
+    scored = vs.similarity_search_with_score(query, k=len(texts))
+    scores = [s for _, s in scored]
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    for doc, score in scored:  # oracle: the brute-force cosine, clipped at 0
+        d = np.asarray(model.embed_documents([doc.page_content])[0])
+        assert score == pytest.approx(max(0.0, float(q @ d / np.linalg.norm(d))), abs=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(texts=TEXTS, query=QUERIES, threshold=st.floats(0.0, 1.0))
+def test_relevance_is_the_engine_probability_and_the_threshold_a_filter_of_it(
+    texts: list[str], query: str, threshold: float
+) -> None:
+    model = DeterministicFakeEmbedding(size=32)
+    vs = EmbedmindVectorStore(embedding=model)
+    try:
+        _check_relevance(vs, model, texts, query, threshold)
+    finally:
+        vs.store.close()
+
+
+def _check_relevance(
+    vs: EmbedmindVectorStore, model: Embeddings, texts: list[str], query: str, threshold: float
+) -> None:
+    vs.add_texts(texts)
+    k = len(texts)
+    relevance = vs.similarity_search_with_relevance_scores(query, k=k)
+    hits = vs.store.recall(query, k=k, mode="vector", vector=model.embed_query(query))
+    assert [(d.page_content, s) for d, s in relevance] == [(h.content, h.score) for h in hits]
+    scores = [s for _, s in relevance]
+    assert all(0.0 <= s <= 1.0 for s in scores) and scores == sorted(scores, reverse=True)
+    expected = [(d.id, s) for d, s in relevance if s >= threshold]
+    kept = vs.similarity_search_with_relevance_scores(query, k=k, score_threshold=threshold)
+    assert [(d.id, s) for d, s in kept] == expected
+    retriever = vs.as_retriever(
+        search_type="similarity_score_threshold",
+        search_kwargs={"score_threshold": threshold, "k": k},
+    )
+    assert [d.id for d in retriever.invoke(query)] == [i for i, _ in expected]
+    assert [d.id for d in asyncio.run(retriever.ainvoke(query))] == [i for i, _ in expected]
+
+
+@pytest.mark.parametrize("threshold", [float("nan"), -0.1, 1.5, float("inf")])
+def test_a_threshold_outside_unit_range_is_a_typed_error(
+    store: embedmind.Store, threshold: float
+) -> None:
+    vs = EmbedmindVectorStore(store)
+    vs.add_texts(["apples are red"])
+    with pytest.raises(InvalidInputError, match="min_score"):
+        vs.similarity_search_with_relevance_scores("apples", k=1, score_threshold=threshold)
+    with pytest.raises(InvalidInputError, match="min_score"):
+        EmbedmindRetriever(store, min_score=threshold).invoke("apples")
+
+
+@settings(max_examples=20, deadline=None)
+@given(texts=TEXTS, query=QUERIES, threshold=st.floats(0.0, 1.0))
+def test_the_retriever_min_score_is_a_filter_of_its_unthresholded_documents(
+    texts: list[str], query: str, threshold: float
+) -> None:
+    with embedmind.Store.open(":memory:", embedder=HashingEmbedder(64)) as store:
+        store.remember_many(texts)
+        k = len(texts)
+        full = EmbedmindRetriever(store, k=k).invoke(query)
+        scores = [d.metadata["embedmind"]["score"] for d in full]
         assert all(0.0 <= s <= 1.0 for s in scores)
-        assert scores == sorted(scores, reverse=True)
-        for doc, score in scored:  # oracle: the brute-force cosine, clipped at 0
-            d = np.asarray(model.embed_documents([doc.page_content])[0])
-            assert score == pytest.approx(max(0.0, float(q @ d / np.linalg.norm(d))), abs=1e-5)
+        kept = EmbedmindRetriever(store, k=k, min_score=threshold).invoke(query)
+        assert kept == [d for d in full if d.metadata["embedmind"]["score"] >= threshold]
+        with pytest.raises(InvalidInputError, match="min_score"):
+            EmbedmindRetriever(store, min_score=threshold, fragments=True).invoke(query)
 
 
 def test_an_exact_match_scores_near_one_and_an_unrelated_text_near_zero(
@@ -187,8 +249,10 @@ def test_an_exact_match_scores_near_one_and_an_unrelated_text_near_zero(
 ) -> None:
     vs = EmbedmindVectorStore(store)
     vs.add_texts(["apples are red", "xylophone quartz"], ids=["hit", "miss"])
-    scores = dict(
-        (d.id, s) for d, s in vs.similarity_search_with_relevance_scores("apples are red", k=2)
-    )
+    scores = dict((d.id, s) for d, s in vs.similarity_search_with_score("apples are red", k=2))
     assert scores["hit"] == pytest.approx(1.0, abs=1e-5)
     assert scores["miss"] == pytest.approx(0.0, abs=1e-5)  # no shared word: cosine 0, not 0.5
+    relevance = dict(
+        (d.id, s) for d, s in vs.similarity_search_with_relevance_scores("apples are red", k=2)
+    )
+    assert 0.0 <= relevance["miss"] < relevance["hit"] <= 1.0

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from llama_index.core import Document, Settings, StorageContext, VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.postprocessor import SimilarityPostprocessor
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode
 from llama_index.vector_stores.embedmind import EmbedmindEmbedding, EmbedmindVectorStore
@@ -122,39 +122,83 @@ def _query(vs: EmbedmindVectorStore, text: str, mode: VectorStoreQueryMode, k: i
 
 MODES = [
     (VectorStoreQueryMode.DEFAULT, {}),
+    (VectorStoreQueryMode.HYBRID, {}),
     (VectorStoreQueryMode.HYBRID, {"alpha": 0.5}),
     (VectorStoreQueryMode.HYBRID, {"alpha": 0.0}),
+    (VectorStoreQueryMode.HYBRID, {"alpha": 1.0}),
     (VectorStoreQueryMode.TEXT_SEARCH, {}),
     (VectorStoreQueryMode.MMR, {}),
 ]
 
 
+def _engine_mode(mode: VectorStoreQueryMode, alpha: float | None) -> str | None:
+    """The engine recall a query mode is exactly, or ``None`` for the composed modes."""
+    if mode == VectorStoreQueryMode.TEXT_SEARCH or alpha == 0.0:
+        return "text"
+    if mode == VectorStoreQueryMode.DEFAULT or alpha == 1.0:
+        return "vector"
+    if mode == VectorStoreQueryMode.HYBRID and alpha is None:
+        return "hybrid"
+    return None
+
+
 @settings(max_examples=25, deadline=None)
 @given(texts=st.lists(TEXTS, min_size=1, max_size=8, unique=True), query=TEXTS)
-def test_similarities_are_in_unit_range_and_documented(texts: list[str], query: str) -> None:
+def test_similarities_are_the_engine_probabilities(texts: list[str], query: str) -> None:
     vs = _store_of(texts)
-    q = np.asarray(MODEL.get_query_embedding(query))
-    q /= np.linalg.norm(q)
+    try:
+        _check_engine_probabilities(vs, texts, query)
+    finally:
+        vs.client.close()
+
+
+def _check_engine_probabilities(vs: EmbedmindVectorStore, texts: list[str], query: str) -> None:
+    store = vs.client
+    vector = MODEL.get_query_embedding(query)
+    by_mode = {
+        mode: {
+            vs._node(h.memory).node_id: h.score
+            for h in store.recall(query, k=len(texts), mode=mode, vector=vector)
+        }
+        for mode in ("text", "vector", "hybrid")
+    }
     for mode, extra in MODES:
         result = _query(vs, query, mode, len(texts), **extra)
         scores = result.similarities or []
         assert all(0.0 <= s <= 1.0 for s in scores), (mode, extra, scores)
-        text_only = mode == VectorStoreQueryMode.TEXT_SEARCH or extra.get("alpha") == 0.0
-        if text_only or mode == VectorStoreQueryMode.DEFAULT:  # documented: falls with rank
-            assert scores == sorted(scores, reverse=True), (mode, extra)
-        if text_only and scores:
-            assert scores[0] == 1.0  # relative to the query's best BM25
-            continue
-        for node, score in zip(result.nodes or [], scores, strict=True):  # the clipped cosine
-            d = np.asarray(MODEL.get_text_embedding(node.get_content()))
-            assert score == pytest.approx(max(0.0, float(q @ d / np.linalg.norm(d))), abs=1e-5)
+        found = [(node.node_id, s) for node, s in zip(result.nodes or [], scores, strict=True)]
+        engine = _engine_mode(mode, extra.get("alpha"))
+        if engine is not None:  # exactly the engine's recall: its hits, order and scores
+            expected = list(by_mode[engine].items())
+            assert found == expected, (mode, extra)
+        elif mode == VectorStoreQueryMode.MMR:  # each node's vector-channel probability
+            assert all(s == by_mode["vector"][n] for n, s in found)
+        else:  # weighted RRF: the stronger channel's probability
+            for n, s in found:
+                assert s == max(by_mode[c][n] for c in ("text", "vector") if n in by_mode[c])
 
 
 @pytest.mark.parametrize(("mode", "extra"), MODES)
-def test_an_exact_match_scores_near_one(
+def test_an_exact_match_ranks_first_and_scores_above_the_others(
     mode: VectorStoreQueryMode, extra: dict[str, float]
 ) -> None:
     vs = _store_of(["tea grows in assam", "coffee beans from brazil", "leaf tea"])
     result = _query(vs, "coffee beans from brazil", mode, 3, **extra)
     assert result.ids and result.ids[0] == "n1"
-    assert (result.similarities or [0.0])[0] == pytest.approx(1.0, abs=1e-5)
+    scores = result.similarities or []
+    assert 0.0 < scores[0] <= 1.0 and all(s <= scores[0] for s in scores)
+
+
+def test_similarity_cutoff_keeps_exactly_the_nodes_scoring_at_least_it() -> None:
+    vs = _store_of(["tea grows in assam", "coffee beans from brazil", "leaf tea", "coffee"])
+    retriever = VectorStoreIndex.from_vector_store(vs, embed_model=MODEL).as_retriever(
+        similarity_top_k=4, vector_store_query_mode=VectorStoreQueryMode.HYBRID
+    )
+    nodes = retriever.retrieve("coffee from brazil")
+    scores = [n.score or 0.0 for n in nodes]
+    assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)
+    for cutoff in [0.0, *scores, 1.0]:
+        kept = SimilarityPostprocessor(similarity_cutoff=cutoff).postprocess_nodes(nodes)
+        assert [n.node.node_id for n in kept] == [
+            n.node.node_id for n in nodes if (n.score or 0.0) >= cutoff
+        ]

@@ -6,8 +6,9 @@ metadata (filterable), and LlamaIndex's own serialisation (``_node_content``,
 and out of user filters. A node is a fragment of its ``ref_doc_id``: its
 ``start_char_idx``/``end_char_idx`` are the locator, and
 ``max_per_record`` (through ``vector_store_kwargs``) caps hits per source
-document before the top-k cut. Similarities lie in [0, 1]; see
-:mod:`.scoring` for what each query mode reports. The store's embedder must be
+document before the top-k cut. A similarity is the engine's ``Hit.score``,
+the estimated probability in [0, 1] that the node is relevant; see
+:mod:`.scoring` for what each query mode runs. The store's embedder must be
 the model LlamaIndex embeds with; a node or query embedding of another length
 is refused with the line to write instead.
 
@@ -278,17 +279,17 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
         return lambda k: self._vector(text, vector, k, where)
 
     def _text(self, text: str, k: int, where: dict[str, Any] | None) -> Found:
-        return scoring.relative(self._recall(text, None, "text", k, where))
+        return self._recall(text, None, "text", k, where)
 
     def _vector(
         self, text: str, vector: list[float], k: int, where: dict[str, Any] | None
     ) -> Found:
-        found = self._recall(text, vector, "vector", k, where)
-        return [(memory, scoring.unit_cosine(score)) for memory, score in found]
+        return self._recall(text, vector, "vector", k, where)
 
     def _recall(
         self, text: str, vector: list[float] | None, mode: str, k: int, where: dict[str, Any] | None
     ) -> Found:
+        """Each hit's memory with its ``Hit.score``: its probability of relevance."""
         hits: Sequence[Hit] = self._store.recall(
             text,
             k=max(1, min(k, 10_000)),
@@ -302,8 +303,10 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
     def _hybrid(
         self, query: VectorStoreQuery, vector: list[float], where: dict[str, Any] | None, k: int
     ) -> Found:
-        alpha = 0.5 if query.alpha is None else float(query.alpha)
         text = query.query_str or ""
+        if query.alpha is None:  # the engine's calibrated fusion
+            return self._recall(text, vector, "hybrid", k, where)
+        alpha = float(query.alpha)
         if alpha <= 0.0:
             return self._text(text, k, where)
         if alpha >= 1.0:
@@ -311,13 +314,7 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
         depth = max(k, query.sparse_top_k or 0, query.hybrid_top_k or 0, 2 * k)
         lexical = self._recall(text, None, "text", depth, where)
         semantic = self._recall(text, vector, "vector", depth, where)
-        best = scoring.weighted_rrf(semantic, lexical, alpha, query.hybrid_top_k or k)
-        # The fused RRF value (at most 1/61) reads as nothing; report the cosine:
-        # the vector channel's own where it ranked the node, else the stored vector's.
-        engine = {memory.id: scoring.unit_cosine(score) for memory, score in semantic}
-        missing = [m for m in best if m.id not in engine]
-        engine.update({m.id: s for m, s in scoring.cosines(self._store, vector, missing)})
-        return [(memory, engine[memory.id]) for memory in best]
+        return scoring.weighted_rrf(semantic, lexical, alpha, query.hybrid_top_k or k)
 
     def _mmr(
         self, vector: list[float], where: dict[str, Any] | None, k: int, threshold: float
@@ -331,8 +328,8 @@ class EmbedmindVectorStore(BasePydanticVectorStore):
         _, chosen = get_top_k_mmr_embeddings(
             vector, embeddings, similarity_top_k=k, embedding_ids=ids, mmr_threshold=threshold
         )
-        # Report each node's cosine, not its MMR objective (which can be negative).
-        by_id = {m.id: (m, scoring.unit_cosine(s)) for m, s in candidates}
+        # Report each node's probability, not its MMR objective (which can be negative).
+        by_id = {m.id: (m, s) for m, s in candidates}
         return [by_id[i] for i in chosen if i in by_id]
 
     # -- mapping -----------------------------------------------------------------
