@@ -261,7 +261,7 @@ class Reader:
         hits = self._call(
             self.store.recall, f"b{seq}", mode="vector", vector=base_vector(seq, version), k=6
         ).hits
-        return [h.memory for h in hits if h.score >= MATCH]
+        return [h.memory for h in hits if h.channels["vector"].raw >= MATCH]
 
     def _vector_visible(self, seq: int, version: int) -> None:
         """Batch ``seq``, acknowledged at ``version``, is found whole by vector recall.
