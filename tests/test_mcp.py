@@ -111,6 +111,33 @@ def test_namespace_scoping_refuses_and_leaks_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(120)
+def test_recall_takes_subtrees_and_lists_inside_the_server_namespace_only(tmp_path: Path) -> None:
+    """A subtree or a list inside the allowed set reads what Python's recall reads; above it, no."""
+    import embedmind
+
+    store = tmp_path / "tree.mind"
+    with embedmind.Store.open(store, embedder="hashing") as s:
+        for namespace in ("agents/me", "agents/me/tabs", "agents/me/notes", "agents/you"):
+            s.remember(f"tabs or spaces, said {namespace}", namespace=namespace, id=namespace)
+        expected = {
+            scope: sorted(s.recall("tabs", k=10, namespace=scope, mode="text").ids)
+            for scope in ("agents/me/*", ("agents/me/tabs", "agents/me/notes/*"))
+        }
+
+    async def body(session: ClientSession) -> None:
+        for scope, ids in expected.items():
+            arg = scope if isinstance(scope, str) else list(scope)
+            error, found = await _call(session, "recall", query="tabs", k=10, namespace=arg)
+            assert not error, found
+            assert sorted(h["id"] for h in found["hits"]) == ids
+        for outside in ("agents/*", "agents/you", ["agents/me/tabs", "agents/*"], "*", []):
+            error, message = await _call(session, "recall", query="tabs", namespace=outside)
+            assert error and "namespace" in message, (outside, message)
+
+    _run(store, body, "--namespace", "agents/me")
+
+
+@pytest.mark.timeout(120)
 def test_server_and_cli_share_one_store_file(tmp_path: Path) -> None:
     store = tmp_path / "shared.mind"
     cli = [EXE, "--store", str(store), "--json"]

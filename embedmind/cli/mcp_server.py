@@ -72,6 +72,36 @@ class Scope:
             )
         return chosen
 
+    def check_scope(self, namespace: str | list[str] | None) -> str | list[str]:
+        """A read's scope (a namespace, a subtree ``a/b/*`` or a list of them) inside the set.
+
+        Each item must lie inside the allowed set: a namespace the set holds, or
+        a subtree whose root an allowed subtree covers. The scope is returned in
+        the form the store takes, so the read is bounded by the engine itself.
+
+        Raises:
+            InvalidInputError: When an item reaches outside the allowed set.
+        """
+        if namespace is None:
+            return self.default
+        items = [namespace] if isinstance(namespace, str) else list(namespace)
+        if not items:
+            raise InvalidInputError("namespace", "an empty list names nothing: omit it or name one")
+        checked = [self._scope_item(item) for item in items]
+        return checked[0] if isinstance(namespace, str) else checked
+
+    def _scope_item(self, item: str) -> str:
+        if not item.endswith(SUBTREE_SUFFIX):
+            return self.check(item)
+        root = normalize_namespace(item[: -len(SUBTREE_SUFFIX)])
+        # in_scope of an allowed subtree "r/*": the root is r or lies below it.
+        if not any(a.endswith(SUBTREE_SUFFIX) and in_scope(root, [a]) for a in self.allow):
+            raise InvalidInputError(
+                "namespace",
+                f"{item!r} reaches outside what this server may access ({', '.join(self.allow)})",
+            )
+        return root + SUBTREE_SUFFIX
+
     def visible(self, memory: Memory | None, id: str) -> Memory:
         """The memory, or not-found naming ``id`` when it lies outside the allowed set."""
         if memory is None or not self.contains(memory.namespace):
@@ -238,7 +268,7 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
     def recall(
         query: str,
         k: int = 8,
-        namespace: str | None = None,
+        namespace: str | list[str] | None = None,
         where: dict[str, Any] | None = None,
         as_of: str | None = None,
         expand_related: bool = False,
@@ -261,12 +291,14 @@ def build_server(store: Store, scope: Scope, agent: str) -> Any:
         ("in May 2023", "last week"); `widen` also considers memories that
         match the question's rarest words alone; `latest` puts the newest of
         the best-matching memories first when the question asks for a current
-        value ("where does she live now?").
+        value ("where does she live now?"). `namespace` may be a subtree
+        ("team/*") or a list of namespaces and subtrees, inside what this
+        server may access.
         """
         result = store.recall(
             query,
             k=k,
-            namespace=scope.check(namespace),
+            namespace=scope.check_scope(namespace),
             where=where,
             as_of=_instant(as_of, "as_of"),
             expand_related=expand_related,
