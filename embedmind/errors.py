@@ -54,8 +54,8 @@ class NotFoundError(EmbedmindError, KeyError):
         id: The identifier that was looked up.
     """
 
-    def __init__(self, id: str, what: str = "memory") -> None:
-        super().__init__(f"{what} {id!r} does not exist (or was forgotten)")
+    def __init__(self, id: str, what: str = "memory", message: str | None = None) -> None:
+        super().__init__(message or f"{what} {id!r} does not exist (or was forgotten)")
         self.id = id
 
     def __str__(self) -> str:

@@ -258,12 +258,11 @@ def _open_backend(
     factory = backend_for(location) if isinstance(location, str) else built_in_backend()
     if not create and not factory.exists(location):
         shown = masked(location) if isinstance(location, str) else repr(location)
-        error = NotFoundError(shown, what="store")
-        error.args = (  # NotFoundError's own wording is about memories
-            f"store {shown!r} does not exist (nothing was created): fix the path, "
+        raise NotFoundError(
+            shown,
+            message=f"store {shown!r} does not exist (nothing was created): fix the path, "
             "or pass create=True to create it",
         )
-        raise error
     return factory.open(OpenOptions(location, synchronous, busy_timeout))  # type: ignore[no-any-return]
 
 

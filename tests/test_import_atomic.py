@@ -176,7 +176,11 @@ def test_a_refused_memory_after_a_full_batch_fails_the_import_writing_nothing() 
         assert target.stats().live == 0
 
 
-@pytest.mark.parametrize("edit", list(BACKEND_LIMITS.values()), ids=list(BACKEND_LIMITS))
+# Every backend's refusals too, so the nothing-written check runs on SQLite as well.
+REFUSALS = {**BACKEND_LIMITS, **EVERY_BACKEND}
+
+
+@pytest.mark.parametrize("edit", list(REFUSALS.values()), ids=list(REFUSALS))
 def test_remember_many_writes_no_batch_when_a_later_draft_is_refused(edit: Edit) -> None:
     # remember_many promises that a bad item applies nothing at all.
     lines = _export(GOOD + 1)

@@ -170,7 +170,7 @@ def masked(location: str) -> str:
         return "(a libpq connection string, not shown)"
     if not any(k in SECRET_KEYWORDS for k, _ in pairs):
         return location
-    return " ".join(f"{k}={MASK if k in SECRET_KEYWORDS else _quoted(v)}" for k, v in pairs)
+    return libpq_string([(k, MASK if k in SECRET_KEYWORDS else v) for k, v in pairs])
 
 
 def _masked_url(location: str) -> str:

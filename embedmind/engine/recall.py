@@ -213,7 +213,7 @@ def execute(
         pool = lexical_at or (lambda d: lexical_list[:d])
         reranked = prefix_stable(lambda d: rerank(pool(d), cosines, alpha, d), depths, wanted)
         # The rerank orders; the score stays the probability of the hit.
-        raw = dict(lexical_at(depth) if lexical_at else lexical_list)
+        raw = dict(lexical_list)  # ranked[0] holds lexical_at(depth) when widened
         scorer.prepare([key for key, _ in reranked])
         fused = [(key, scorer.hybrid(key, raw.get(key, 0.0))) for key, _ in reranked]
         ranked.append(Ranked(VECTOR, sorted(cosines.items(), key=lambda item: -item[1])))
@@ -343,7 +343,8 @@ class Scorer:
         and its ties are kept; the raw score stays in the hit's channels.
         """
         if found.channel == VECTOR:
-            model = self.models.vector
+            # The vector channel never sees date words: no read of the switch.
+            model = evidence.WITHOUT_DATES.vector
             return [(key, model.probability(0.0, 0.0, raw)) for key, raw in found.items]
         ceiling = self.ceiling if found.items else 0.0
         model = self.models.text

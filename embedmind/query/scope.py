@@ -165,6 +165,15 @@ def in_scope(namespace: str, scope: str | Sequence[str] | None) -> bool:
     return False
 
 
+INLINE_ITEMS = 64
+"""Scope items up to which both backends compile one indexed test per item.
+
+Past it a scope is bound as one JSON parameter (SQLite ``json_each``,
+PostgreSQL ``jsonb ?``): SQLite's expression depth (1,000) and PostgreSQL's
+65,535 parameters bound the inline form, and on 100,000 memories in 2,000
+namespaces the set form was as fast or faster from 64 items up."""
+
+
 def grants_by_tiers(
     grants: Sequence[tuple[str, Sequence[str]]],
 ) -> dict[tuple[str, ...], dict[str, None]]:

@@ -21,7 +21,7 @@ from embedmind import InvalidInputError
 from embedmind.embedders.hashing import HashingEmbedder
 
 EMBED = HashingEmbedder(32)
-IDS = ["report.pdf", "notes/q3.txt", "d1", "Å", "Å", "tenant/a*d1"]
+IDS = ["report.pdf", "notes/q3.txt", "d1", "\u00c5", "A\u030a", "tenant/a*d1"]
 
 
 def _view(vs: EmbedmindVectorStore) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import embedmind
 from embedmind.embedders.hashing import HashingEmbedder
 
 EMBED = HashingEmbedder(32)
-IDS = ["report.pdf", "notes/q3.txt", "n1", "Å", "Å"]  # the last two differ only by NFC
+IDS = ["report.pdf", "notes/q3.txt", "n1", "\u00c5", "A\u030a"]  # the last two differ only by NFC
 
 
 def _node(node_id: str, text: str, doc: str = "doc") -> TextNode:

@@ -16,6 +16,7 @@ backups, so ``secure_delete`` is false; there is no file to checkpoint or copy.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -87,9 +88,10 @@ def _split_libpq(location: str) -> tuple[str, str]:
     return locations.libpq_string(rest), store_schema
 
 
-def _libpq_keywords() -> set[str]:
+@functools.cache
+def _libpq_keywords() -> frozenset[str]:
     """The keywords the libpq psycopg runs on accepts (``PQconndefaults``)."""
-    return {o.keyword.decode() for o in psycopg.pq.Conninfo.get_defaults()}
+    return frozenset(o.keyword.decode() for o in psycopg.pq.Conninfo.get_defaults())
 
 
 class PostgresBackend:

@@ -9,7 +9,7 @@ may contain ``%`` and ``_``, and an unescaped ``a/b_c/%`` would match
 namespaces. The ``namespace`` column is ``COLLATE "C"``, so the prefix ``LIKE``
 can use the namespace index (and comparison is by code point, as in SQLite).
 
-A scope of more than :data:`INLINE_ITEMS` items would bind a parameter or two
+A scope of more than :data:`~embedmind.query.scope.INLINE_ITEMS` items would bind a parameter or two
 per item, and PostgreSQL binds at most 65,535 (70,000 names failed). It travels
 as two ``jsonb`` objects instead, keyed by the names the scope admits exactly
 (the subtree roots among them) and by the roots, and ``?`` looks a key up by
@@ -31,12 +31,10 @@ from typing import Any
 
 from psycopg import sql
 
-from embedmind.query.scope import SUBTREE_SUFFIX, Scope, grants_by_tiers
+from embedmind.query.scope import INLINE_ITEMS, SUBTREE_SUFFIX, Scope, grants_by_tiers
 
 LIKE_ESCAPE = "\\"
 TIER_COLUMN = sql.SQL("m.tier")
-INLINE_ITEMS = 64
-"""Most scope items compiled inline, one test each (the SQLite backend's bound too)."""
 _UNDER_ANY = (
     "EXISTS (SELECT 1 FROM generate_series(1, cardinality(string_to_array({c}, '/')) - 1) AS d "
     "WHERE %s::jsonb ? array_to_string((string_to_array({c}, '/'))[1:d], '/'))"

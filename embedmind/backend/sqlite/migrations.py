@@ -340,7 +340,7 @@ def _new_store_settings(conn: apsw.Connection) -> None:
     an older store: text recall@10 +0.020 on LoCoMo, no fold worse.
     """
     session_rows.set_enabled(conn, True)
-    session_rows.set_dates_enabled(conn, True)
+    session_rows.set_enabled(conn, True, session_rows.DATES)
 
 
 MIGRATIONS: tuple[Migration, ...] = (

@@ -1,7 +1,7 @@
 """Namespace scopes compiled to SQLite: exact names and subtree range scans, at any size.
 
-A scope of at most :data:`INLINE_ITEMS` items compiles to one indexed test per
-item: ``ns = ?`` and, for a subtree, a range scan (``'a/b/' <= ns < 'a/b0'``,
+A scope of at most :data:`~embedmind.query.scope.INLINE_ITEMS` items compiles to one
+indexed test per item: ``ns = ?`` and, for a subtree, a range scan (``'a/b/' <= ns < 'a/b0'``,
 ``'0'`` being the code point after ``'/'``), so each uses the namespace index.
 
 A longer list travels as one JSON parameter per kind. As tests per item it
@@ -20,14 +20,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from embedmind.query.scope import SUBTREE_SUFFIX, Scope, grants_by_tiers
+from embedmind.query.scope import INLINE_ITEMS, SUBTREE_SUFFIX, Scope, grants_by_tiers
 
-INLINE_ITEMS = 64
-"""Most scope items compiled inline, one test each; longer scopes use the set forms.
-
-Small scopes keep the form whose plans the tests pin; from 64 items on, the
-set forms were as fast or faster in every read measured.
-"""
 _PARENT = "substr({p}, 1, length(rtrim({p}, replace({p}, '/', ''))) - 1)"
 """``{p}`` without its last segment (``rtrim`` strips the trailing non-``/`` characters)."""
 _UNDER_ANY = (

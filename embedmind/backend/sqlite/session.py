@@ -320,7 +320,7 @@ class SqliteSessions(_Facet):
         return session_rows.enabled(self.conn)
 
     def dates_enabled(self) -> bool:
-        return session_rows.dates_enabled(self.conn)
+        return session_rows.enabled(self.conn, session_rows.DATES)
 
     def session_ids(self, keys: Sequence[int]) -> dict[int, str]:
         return {k: p.session_id for k, p in session_rows.places(self.conn, keys).items()}

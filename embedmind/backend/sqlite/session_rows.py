@@ -39,32 +39,18 @@ class Place:
         return self.namespace, self.session_id
 
 
-def enabled(conn: apsw.Connection) -> bool:
-    """Whether this store's postings carry session context."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (SWITCH,)).fetchone()
+def enabled(conn: apsw.Connection, switch: str = SWITCH) -> bool:
+    """Whether a lexical switch is on (:data:`SWITCH`, :data:`DATES`; absent: off)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (switch,)).fetchone()
     return row is not None and row[0] == "on"
 
 
-def set_enabled(conn: apsw.Connection, on: bool) -> None:
-    """Record the switch (the caller rebuilds the postings in the same transaction)."""
+def set_enabled(conn: apsw.Connection, on: bool, switch: str = SWITCH) -> None:
+    """Record a lexical switch (the caller rebuilds the postings in the same transaction)."""
     if on:
-        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 'on')", (SWITCH,))
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 'on')", (switch,))
     else:
-        conn.execute("DELETE FROM meta WHERE key = ?", (SWITCH,))
-
-
-def dates_enabled(conn: apsw.Connection) -> bool:
-    """Whether this store's postings carry date words (absent: an older store, off)."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (DATES,)).fetchone()
-    return row is not None and row[0] == "on"
-
-
-def set_dates_enabled(conn: apsw.Connection, on: bool) -> None:
-    """Record the date-words switch (the caller rebuilds the postings in the same transaction)."""
-    if on:
-        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 'on')", (DATES,))
-    else:
-        conn.execute("DELETE FROM meta WHERE key = ?", (DATES,))
+        conn.execute("DELETE FROM meta WHERE key = ?", (switch,))
 
 
 def created(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, int]:

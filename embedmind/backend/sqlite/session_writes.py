@@ -240,7 +240,7 @@ class SqliteSessionWrites(SqliteSessions):
             self.parts.lexical.rebuild(self.conn, self.version.get(), session_context=on)
 
     def set_dates(self, on: bool) -> None:
-        if session_rows.dates_enabled(self.conn) != on:
+        if session_rows.enabled(self.conn, session_rows.DATES) != on:
             context = session_rows.enabled(self.conn)
             lexical, version = self.parts.lexical, self.version.get()
             lexical.rebuild(self.conn, version, session_context=context, date_words=on)

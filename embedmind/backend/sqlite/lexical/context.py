@@ -126,7 +126,7 @@ def read_fields(conn: apsw.Connection, keys: Iterable[int], table: Table) -> dic
 
 def with_dates(conn: apsw.Connection, own: dict[int, Fields]) -> dict[int, Fields]:
     """``own`` with each document's date words when the store's switch is on (as is when off)."""
-    if not own or not session_rows.dates_enabled(conn):
+    if not own or not session_rows.enabled(conn, session_rows.DATES):
         return own
     stamps = session_rows.created(conn, own)
     return {key: dated(fields_, stamps.get(key)) for key, fields_ in own.items()}

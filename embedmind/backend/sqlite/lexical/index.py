@@ -132,7 +132,7 @@ class LexicalIndex:
         own = None if ahead is None else ahead.fields_of(docs, table)
         if own is None:
             own = fields_many([text for _, text in docs], table)
-        if session_rows.dates_enabled(conn):
+        if session_rows.enabled(conn, session_rows.DATES):
             with_dates = context.with_dates(
                 conn, {key: f for (key, _), f in zip(docs, own, strict=True)}
             )
@@ -203,7 +203,7 @@ class LexicalIndex:
         conn.execute("UPDATE lex_stats SET doc_count = 0, total_length = 0 WHERE id = 1")
         session_rows.set_enabled(conn, session_context)
         if date_words is not None:
-            session_rows.set_dates_enabled(conn, date_words)
+            session_rows.set_enabled(conn, date_words, session_rows.DATES)
         alias_rows.clear_pending(conn)  # every posting follows the current alias table again
         self.add(conn, session_rows.unforgotten(conn), version)
         self.clear_cache()
